@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every Debian package that building and testing mhac needs.
+# Idempotent: packages already present are skipped, and apt is not touched at all when nothing is
+# missing. Runs as root on a fresh Debian 12 machine (or through sudo when not root).
+set -euo pipefail
+
+packages=(
+  # Compiler toolchain: LLVM/MLIR 22 (libraries, tablegen, lit, FileCheck) and clang for libFuzzer.
+  clang-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools libclang-rt-22-dev
+  # Build tools and libraries.
+  cmake ninja-build ccache libfmt-dev libgtest-dev python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
+fi
+
+echo "setup: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
