@@ -1,0 +1,27 @@
+# -*- Python -*-
+# The lit suite of mhac: FileCheck tests of the compiler's text stages, error tests, and bounded
+# fuzzer runs. Unit tests (GoogleTest) form a second suite in tests/unit.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "mhac"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mha", ".mlir", ".test"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.mhac_obj_root, "tests", "lit")
+
+llvm_config.use_default_substitutions()
+config.substitutions.append(("%mhac_src", config.mhac_src_root))
+config.substitutions.append(("%fuzz_seconds", str(config.fuzz_seconds)))
+
+if config.fuzzers_enabled:
+    config.available_features.add("fuzzers")
+
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+tools = ["mhac", "mhac-opt", ToolSubst("frontend-fuzzer", unresolved="ignore")]
+llvm_config.add_tool_substitutions(tools, [config.mhac_tools_dir])
