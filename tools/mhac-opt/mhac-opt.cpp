@@ -4,17 +4,21 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/conversion/Passes.h"
 #include "dialects/mha/IR/MhaDialect.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
+  mhac::registerMhacConversionPasses();
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
   registry.insert<mhac::mha::MhaDialect>();
   return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "mhac optimizer driver\n", registry));
 }

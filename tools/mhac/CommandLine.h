@@ -13,12 +13,16 @@
 
 namespace mhac {
 
-/// The stage `mhac compile --emit` prints.
-enum class EmitStage { AST, Mha };
+/// The stage `mhac compile --emit` prints, in pipeline order.
+enum class EmitStage { AST, Mha, Linalg, LLVMDialect, LLVMIR, Assembly, Object };
 
 struct CompileOptions {
   std::string inputPath; ///< `-` reads standard input
+  /// Print this stage on standard output instead of writing NAME.o and NAME.h.
   std::optional<EmitStage> emit;
+  std::string outputName; ///< NAME of the outputs; defaults to the input's stem
+  std::string target = "host";
+  bool shared = false; ///< write NAME.so instead of NAME.o
 };
 
 /// What the command line asks for.

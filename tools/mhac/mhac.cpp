@@ -1,6 +1,8 @@
 //===- mhac.cpp - the mhac compiler driver --------------------------------===//
 //
-// Part of mhac. Runs the stages text -> AST -> Sema -> mha dialect and prints the one asked for.
+// Part of mhac. Runs the stages text -> AST -> LayerSpec -> mha dialect -> linalg -> LLVM
+// dialect -> LLVM IR -> machine code, and either prints the stage `--emit` asks for or writes
+// NAME.o (or NAME.so) and NAME.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -8,13 +10,27 @@
 #include "compiler/frontend/MLIRGen.h"
 #include "compiler/frontend/Parser.h"
 #include "compiler/frontend/Sema.h"
+#include "compiler/pipeline/CpuPipeline.h"
+#include "compiler/target/CodeEmitter.h"
+#include "compiler/target/HeaderEmitter.h"
+#include "compiler/target/LayerABI.h"
+#include "compiler/target/SharedLibrary.h"
+#include "compiler/target/Target.h"
 #include "tools/mhac/CommandLine.h"
 
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/Config/llvm-config.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
 
 #include <fmt/format.h>
 
@@ -22,17 +38,50 @@
 
 using namespace mhac;
 
-/// Exit statuses: 1 for errors in the input, 2 for misuse of the command line.
-static constexpr int kInputError = 1;
+/// Exit statuses: 1 for errors in the input or in compiling it, 2 for misuse of the command line.
+static constexpr int kFailure = 1;
 static constexpr int kUsageError = 2;
+
+static int fail(const std::string &message) {
+  fmt::print(stderr, "mhac: error: {}\n", message);
+  return kFailure;
+}
+
+/// Writes `contents` to `path` through a temporary file, so that a failed or interrupted
+/// compilation never leaves a truncated output behind.
+static bool writeFile(const std::string &path, llvm::function_ref<void(llvm::raw_ostream &)> write,
+                      std::string &error) {
+  std::error_code ec;
+  llvm::ToolOutputFile file(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = fmt::format("cannot write '{}': {}", path, ec.message());
+    return false;
+  }
+  write(file.os());
+  file.os().flush();
+  if (file.os().has_error()) {
+    error = fmt::format("cannot write '{}': {}", path, file.os().error().message());
+    file.os().clear_error();
+    return false;
+  }
+  file.keep();
+  return true;
+}
+
+/// The base name of the outputs: `-o NAME`, or the input's stem.
+static std::string outputBase(const CompileOptions &options) {
+  if (!options.outputName.empty())
+    return options.outputName;
+  if (options.inputPath == "-")
+    return "layers";
+  return llvm::sys::path::stem(options.inputPath).str();
+}
 
 static int compile(const CompileOptions &options) {
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(options.inputPath, /*IsText=*/false,
                                                    /*RequiresNullTerminator=*/false);
-  if (std::error_code error = buffer.getError()) {
-    fmt::print(stderr, "mhac: error: cannot read '{}': {}\n", options.inputPath, error.message());
-    return kInputError;
-  }
+  if (std::error_code error = buffer.getError())
+    return fail(fmt::format("cannot read '{}': {}", options.inputPath, error.message()));
   std::string displayName = options.inputPath == "-" ? "<stdin>" : options.inputPath;
   SourceFile file(displayName, (*buffer)->getBuffer().str());
   DiagnosticEngine diags(file, std::cerr);
@@ -41,20 +90,102 @@ static int compile(const CompileOptions &options) {
   std::optional<std::vector<LayerSpec>> layers =
       diags.hasErrors() ? std::nullopt : analyzeModule(ast, diags);
   if (!layers)
-    return kInputError;
-
+    return kFailure;
   if (options.emit == EmitStage::AST) {
     dumpAST(ast, displayName, std::cout);
     return 0;
   }
 
-  mlir::MLIRContext context;
+  // The target is checked before any work, so that a typo fails fast.
+  llvm::Expected<CpuTarget> target = resolveCpuTarget(options.target);
+  if (!target)
+    return fail(llvm::toString(target.takeError()));
+
+  mlir::DialectRegistry registry;
+  registerCpuPipelineDialects(registry);
+  mlir::registerAllToLLVMIRTranslations(registry);
+  mlir::MLIRContext context(registry);
   mlir::OwningOpRef<mlir::ModuleOp> module = buildModule(context, *layers, displayName);
-  if (mlir::failed(mlir::verify(*module))) {
-    fmt::print(stderr, "mhac: internal error: the generated mha IR does not verify\n");
-    return kInputError;
+  if (mlir::failed(mlir::verify(*module)))
+    return fail("internal error: the generated mha IR does not verify");
+  auto printFlags = mlir::OpPrintingFlags().printNameLocAsPrefix();
+  if (options.emit == EmitStage::Mha) {
+    module->print(llvm::outs(), printFlags);
+    return 0;
   }
-  module->print(llvm::outs(), mlir::OpPrintingFlags().printNameLocAsPrefix());
+
+  mlir::FailureOr<std::vector<LayerABI>> abis = readLayerABIs(*module);
+  if (mlir::failed(abis))
+    return fail("internal error: cannot read the interface of the layers");
+  Schedule schedule = defaultSchedule(*target);
+
+  if (mlir::failed(lowerMhaToLinalg(*module, schedule)))
+    return fail("lowering to linalg failed");
+  if (options.emit == EmitStage::Linalg) {
+    module->print(llvm::outs(), printFlags);
+    return 0;
+  }
+  if (mlir::failed(lowerLinalgToLLVMDialect(*module, schedule)))
+    return fail("lowering to the LLVM dialect failed");
+  if (options.emit == EmitStage::LLVMDialect) {
+    module->print(llvm::outs());
+    return 0;
+  }
+
+  auto machine = createTargetMachine(*target);
+  if (!machine)
+    return fail(llvm::toString(machine.takeError()));
+  llvm::LLVMContext llvmContext;
+  auto llvmModule = translateAndOptimize(*module, *abis, **machine, llvmContext);
+  if (!llvmModule)
+    return fail(llvm::toString(llvmModule.takeError()));
+  if (options.emit == EmitStage::LLVMIR) {
+    (*llvmModule)->print(llvm::outs(), nullptr);
+    return 0;
+  }
+  if (options.emit == EmitStage::Assembly || options.emit == EmitStage::Object) {
+    auto kind = options.emit == EmitStage::Assembly ? llvm::CodeGenFileType::AssemblyFile
+                                                    : llvm::CodeGenFileType::ObjectFile;
+    if (llvm::Error error = emitMachineCode(**llvmModule, **machine, llvm::outs(), kind))
+      return fail(llvm::toString(std::move(error)));
+    return 0;
+  }
+
+  // Files: NAME.o (or NAME.so) and NAME.h.
+  std::string base = outputBase(options);
+  std::string objectPath = base + ".o";
+  std::string libraryPath = base + ".so";
+  std::string headerPath = base + ".h";
+  if (options.shared) {
+    llvm::SmallString<128> temporary;
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile("mhac", "o", temporary))
+      return fail(fmt::format("cannot create a temporary file: {}", ec.message()));
+    objectPath = std::string(temporary);
+  }
+  std::string error;
+  llvm::Error emitError = llvm::Error::success();
+  bool written = writeFile(
+      objectPath,
+      [&](llvm::raw_ostream &os) {
+        llvm::raw_pwrite_stream *stream = static_cast<llvm::raw_pwrite_stream *>(&os);
+        emitError =
+            emitMachineCode(**llvmModule, **machine, *stream, llvm::CodeGenFileType::ObjectFile);
+      },
+      error);
+  if (emitError)
+    return fail(llvm::toString(std::move(emitError)));
+  if (!written)
+    return fail(error);
+  if (options.shared) {
+    llvm::Error linkError = linkSharedLibrary(objectPath, libraryPath);
+    llvm::sys::fs::remove(objectPath);
+    if (linkError)
+      return fail(llvm::toString(std::move(linkError)));
+  }
+  std::string header = emitHeader(*abis, llvm::sys::path::filename(base).str(), displayName);
+  if (!writeFile(
+          headerPath, [&](llvm::raw_ostream &os) { os << header; }, error))
+    return fail(error);
   return 0;
 }
 

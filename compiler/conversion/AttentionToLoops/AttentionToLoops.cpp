@@ -1,0 +1,288 @@
+//===- AttentionToLoops.cpp - mha.attention to online-softmax loops -------===//
+//
+// Part of mhac.
+//
+// The loop nest, for each attention op (B batches, H heads, G = H / Hkv heads per kv head):
+//
+//   for b < B, h < H, i0 < S step QB:                   one block of query rows
+//     acc[QB][Dh] = 0, m[QB] = -inf, l[QB] = 0
+//     end = min(kvLen(b), causal limit of the block's last row)
+//     for j0 < end step KB:                             one block of keys
+//       for each row i of the block with valid keys in [j0, j0 + KB):
+//         s[c] = scale * q[b,i,h,:] . k[b,j0+c,h/G,:]    (valid keys only)
+//         m' = max(m[i], max_c s[c]);  p[c] = exp(s[c] - m');  alpha = exp(m[i] - m')
+//         l[i] = alpha * l[i] + sum_c p[c];  acc[i,:] = alpha * acc[i,:] + sum_c p[c]
+//         v[b,j0+c,h/G,:]
+//     out[b,i,h,:] = acc[i,:] / l[i]  (0 for a row without any valid key)
+//
+// Scores are only ever compared with and subtracted from their running maximum, so |s| up to
+// 1e4 cannot overflow, and a fully masked row keeps l = 0 and writes 0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/conversion/Passes.h"
+#include "dialects/mha/IR/MhaOps.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+#include <limits>
+
+namespace mhac {
+#define GEN_PASS_DEF_CONVERTMHAATTENTIONTOLOOPS
+#include "compiler/conversion/Passes.h.inc"
+} // namespace mhac
+
+using namespace mlir;
+
+namespace mhac {
+namespace {
+
+/// A memref type any buffer of `tensorType`'s shape can be cast to: loops over it work whatever
+/// layout bufferization chooses.
+MemRefType anyLayoutMemRef(RankedTensorType tensorType) {
+  MLIRContext *ctx = tensorType.getContext();
+  SmallVector<int64_t> strides(tensorType.getRank(), ShapedType::kDynamic);
+  auto layout = StridedLayoutAttr::get(ctx, ShapedType::kDynamic, strides);
+  return MemRefType::get(tensorType.getShape(), tensorType.getElementType(), layout);
+}
+
+/// Builds the loop nest of one mha.attention.
+class AttentionLowering {
+public:
+  AttentionLowering(mha::AttentionOp op, OpBuilder &b, int64_t queryBlock, int64_t keyBlock)
+      : op_(op), b_(b), loc_(op.getLoc()), queryBlock_(queryBlock), keyBlock_(keyBlock),
+        headDim_(op.getHeadDim()), f32_(b.getF32Type()),
+        elementType_(op.getQuery().getType().getElementType()) {}
+
+  /// Emits the loops and returns the tensor holding the result.
+  Value build();
+
+private:
+  Value index(int64_t value) { return arith::ConstantIndexOp::create(b_, loc_, value); }
+  Value f32(double value) {
+    return arith::ConstantOp::create(b_, loc_, b_.getF32FloatAttr(static_cast<float>(value)));
+  }
+  Value minIndex(Value a, Value c) { return arith::MinSIOp::create(b_, loc_, a, c); }
+  Value maxIndex(Value a, Value c) { return arith::MaxSIOp::create(b_, loc_, a, c); }
+  Value add(Value a, Value c) { return arith::AddIOp::create(b_, loc_, a, c); }
+  Value sub(Value a, Value c) { return arith::SubIOp::create(b_, loc_, a, c); }
+  Value mul(Value a, Value c) { return arith::MulIOp::create(b_, loc_, a, c); }
+  /// Loads an element and widens it to f32.
+  Value loadF32(Value memref, ValueRange indices) {
+    Value value = memref::LoadOp::create(b_, loc_, memref, indices);
+    return value.getType() == f32_ ? value : arith::ExtFOp::create(b_, loc_, f32_, value);
+  }
+  /// Emits `for (iv = lb; iv < ub; iv += step) body(iv)`.
+  void forLoop(Value lb, Value ub, Value step, function_ref<void(Value)> body) {
+    auto loop = scf::ForOp::create(b_, loc_, lb, ub, step);
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(loop.getBody());
+    body(loop.getInductionVar());
+  }
+
+  /// Processes key block [j0, j0 + cols) for query row `row` of the block (row index `i`).
+  void buildRowUpdate(Value batch, Value i, Value row, Value qCol, Value kvCol, Value j0,
+                      Value validCols);
+
+  mha::AttentionOp op_;
+  OpBuilder &b_;
+  Location loc_;
+  int64_t queryBlock_, keyBlock_, headDim_;
+  Type f32_, elementType_;
+  Value query_, key_, value_;
+  Value acc_, rowMax_, rowSum_, scores_;
+};
+
+void AttentionLowering::buildRowUpdate(Value batch, Value i, Value row, Value qCol, Value kvCol,
+                                       Value j0, Value validCols) {
+  Value c0 = index(0), c1 = index(1), dh = index(headDim_);
+  Value negInf = f32(-std::numeric_limits<double>::infinity());
+  Value scale = arith::ConstantOp::create(b_, loc_, op_.getScaleAttr());
+
+  // Scores of the valid keys, and their maximum.
+  auto maxLoop = scf::ForOp::create(b_, loc_, c0, validCols, c1, ValueRange{negInf});
+  {
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(maxLoop.getBody());
+    Value c = maxLoop.getInductionVar();
+    Value j = add(j0, c);
+    auto dot = scf::ForOp::create(b_, loc_, c0, dh, c1, ValueRange{f32(0)});
+    {
+      OpBuilder::InsertionGuard inner(b_);
+      b_.setInsertionPointToStart(dot.getBody());
+      Value d = dot.getInductionVar();
+      Value q = loadF32(query_, {batch, i, add(qCol, d)});
+      Value k = loadF32(key_, {batch, j, add(kvCol, d)});
+      Value sum = math::FmaOp::create(b_, loc_, q, k, dot.getRegionIterArgs()[0]);
+      scf::YieldOp::create(b_, loc_, sum);
+    }
+    Value score = arith::MulFOp::create(b_, loc_, dot.getResult(0), scale);
+    memref::StoreOp::create(b_, loc_, score, scores_, c);
+    Value runningMax = arith::MaximumFOp::create(b_, loc_, maxLoop.getRegionIterArgs()[0], score);
+    scf::YieldOp::create(b_, loc_, runningMax);
+  }
+
+  // New running maximum; alpha rescales what was accumulated under the old one.
+  Value oldMax = memref::LoadOp::create(b_, loc_, rowMax_, row);
+  Value newMax = arith::MaximumFOp::create(b_, loc_, oldMax, maxLoop.getResult(0));
+  Value alpha = math::ExpOp::create(b_, loc_, arith::SubFOp::create(b_, loc_, oldMax, newMax));
+  memref::StoreOp::create(b_, loc_, newMax, rowMax_, row);
+
+  // p = exp(s - max), kept in place of the scores; l = alpha * l + sum(p).
+  auto sumLoop = scf::ForOp::create(b_, loc_, c0, validCols, c1, ValueRange{f32(0)});
+  {
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(sumLoop.getBody());
+    Value c = sumLoop.getInductionVar();
+    Value score = memref::LoadOp::create(b_, loc_, scores_, c);
+    Value p = math::ExpOp::create(b_, loc_, arith::SubFOp::create(b_, loc_, score, newMax));
+    memref::StoreOp::create(b_, loc_, p, scores_, c);
+    scf::YieldOp::create(b_, loc_,
+                         Value(arith::AddFOp::create(b_, loc_, sumLoop.getRegionIterArgs()[0], p)));
+  }
+  Value oldSum = memref::LoadOp::create(b_, loc_, rowSum_, row);
+  Value newSum = math::FmaOp::create(b_, loc_, alpha, oldSum, sumLoop.getResult(0));
+  memref::StoreOp::create(b_, loc_, newSum, rowSum_, row);
+
+  // acc = alpha * acc + sum_c p[c] * v[j0 + c]: rescale once, then add rows of v contiguously.
+  forLoop(c0, dh, c1, [&](Value d) {
+    Value a = memref::LoadOp::create(b_, loc_, acc_, ValueRange{row, d});
+    memref::StoreOp::create(b_, loc_, arith::MulFOp::create(b_, loc_, a, alpha), acc_,
+                            ValueRange{row, d});
+  });
+  forLoop(c0, validCols, c1, [&](Value c) {
+    Value p = memref::LoadOp::create(b_, loc_, scores_, c);
+    Value j = add(j0, c);
+    forLoop(c0, dh, c1, [&](Value d) {
+      Value v = loadF32(value_, {batch, j, add(kvCol, d)});
+      Value a = memref::LoadOp::create(b_, loc_, acc_, ValueRange{row, d});
+      memref::StoreOp::create(b_, loc_, math::FmaOp::create(b_, loc_, p, v, a), acc_,
+                              ValueRange{row, d});
+    });
+  });
+}
+
+Value AttentionLowering::build() {
+  auto queryType = op_.getQuery().getType();
+  auto keyType = op_.getKey().getType();
+  query_ = bufferization::ToBufferOp::create(b_, loc_, anyLayoutMemRef(queryType), op_.getQuery(),
+                                             /*read_only=*/true);
+  key_ = bufferization::ToBufferOp::create(b_, loc_, anyLayoutMemRef(keyType), op_.getKey(),
+                                           /*read_only=*/true);
+  value_ = bufferization::ToBufferOp::create(b_, loc_, anyLayoutMemRef(keyType), op_.getValue(),
+                                             /*read_only=*/true);
+  Value kvLens;
+  if (Value lens = op_.getKvLens())
+    kvLens = bufferization::ToBufferOp::create(
+        b_, loc_, anyLayoutMemRef(cast<RankedTensorType>(lens.getType())), lens,
+        /*read_only=*/true);
+
+  Value c0 = index(0), c1 = index(1), dh = index(headDim_);
+  Value batchSize = memref::DimOp::create(b_, loc_, query_, 0);
+  Value seq = memref::DimOp::create(b_, loc_, query_, 1);
+  Value kvSeq = memref::DimOp::create(b_, loc_, key_, 1);
+
+  // The output, and the scratch of one query block (reused by every block).
+  SmallVector<Value> dynamicSizes;
+  for (int64_t i = 0; i < queryType.getRank(); ++i)
+    if (queryType.isDynamicDim(i))
+      dynamicSizes.push_back(memref::DimOp::create(b_, loc_, query_, i));
+  auto outType = MemRefType::get(queryType.getShape(), elementType_);
+  Value out = memref::AllocOp::create(b_, loc_, outType, dynamicSizes, b_.getI64IntegerAttr(64));
+  acc_ = memref::AllocaOp::create(b_, loc_, MemRefType::get({queryBlock_, headDim_}, f32_));
+  rowMax_ = memref::AllocaOp::create(b_, loc_, MemRefType::get({queryBlock_}, f32_));
+  rowSum_ = memref::AllocaOp::create(b_, loc_, MemRefType::get({queryBlock_}, f32_));
+  scores_ = memref::AllocaOp::create(b_, loc_, MemRefType::get({keyBlock_}, f32_));
+
+  Value negInf = f32(-std::numeric_limits<double>::infinity());
+  Value zero = f32(0);
+  Value groupSize = index(op_.getGroupSize());
+  Value diagonal = sub(kvSeq, seq); // key j is visible to query i when j <= i + diagonal
+
+  forLoop(c0, batchSize, c1, [&](Value batch) {
+    Value kvLen = kvSeq;
+    if (kvLens) {
+      // The entry point has checked 0 <= kv_lens[b] <= Skv.
+      Value len = memref::LoadOp::create(b_, loc_, kvLens, batch);
+      kvLen = arith::IndexCastOp::create(b_, loc_, b_.getIndexType(), len);
+    }
+    forLoop(c0, index(op_.getHeads()), c1, [&](Value head) {
+      Value qCol = mul(head, dh);
+      Value kvCol = mul(arith::DivUIOp::create(b_, loc_, head, groupSize), dh);
+      forLoop(c0, seq, index(queryBlock_), [&](Value i0) {
+        Value rows = minIndex(index(queryBlock_), sub(seq, i0));
+        forLoop(c0, rows, c1, [&](Value r) {
+          memref::StoreOp::create(b_, loc_, negInf, rowMax_, r);
+          memref::StoreOp::create(b_, loc_, zero, rowSum_, r);
+          forLoop(c0, dh, c1, [&](Value d) {
+            memref::StoreOp::create(b_, loc_, zero, acc_, ValueRange{r, d});
+          });
+        });
+
+        // Keys past the block's last row's limit are masked for every row of the block.
+        Value blockEnd = kvLen;
+        if (op_.getCausal())
+          blockEnd = minIndex(kvLen, maxIndex(c0, add(add(i0, rows), diagonal)));
+
+        forLoop(c0, blockEnd, index(keyBlock_), [&](Value j0) {
+          Value cols = minIndex(index(keyBlock_), sub(blockEnd, j0));
+          forLoop(c0, rows, c1, [&](Value r) {
+            Value i = add(i0, r);
+            Value validCols = cols;
+            if (op_.getCausal()) {
+              Value rowEnd = add(add(i, diagonal), c1);
+              validCols = maxIndex(c0, minIndex(cols, sub(rowEnd, j0)));
+            }
+            Value any = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sgt, validCols, c0);
+            auto ifOp = scf::IfOp::create(b_, loc_, any, /*withElseRegion=*/false);
+            OpBuilder::InsertionGuard guard(b_);
+            b_.setInsertionPointToStart(ifOp.thenBlock());
+            buildRowUpdate(batch, i, r, qCol, kvCol, j0, validCols);
+          });
+        });
+
+        // out = acc / l, or 0 for a row that saw no valid key.
+        forLoop(c0, rows, c1, [&](Value r) {
+          Value sum = memref::LoadOp::create(b_, loc_, rowSum_, r);
+          Value positive = arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OGT, sum, zero);
+          Value inverse = arith::SelectOp::create(
+              b_, loc_, positive, arith::DivFOp::create(b_, loc_, f32(1), sum), zero);
+          Value i = add(i0, r);
+          forLoop(c0, dh, c1, [&](Value d) {
+            Value a = memref::LoadOp::create(b_, loc_, acc_, ValueRange{r, d});
+            Value result = arith::MulFOp::create(b_, loc_, a, inverse);
+            if (elementType_ != f32_)
+              result = arith::TruncFOp::create(b_, loc_, elementType_, result);
+            memref::StoreOp::create(b_, loc_, result, out, ValueRange{batch, i, add(qCol, d)});
+          });
+        });
+      });
+    });
+  });
+
+  return bufferization::ToTensorOp::create(b_, loc_, queryType, out, /*restrict=*/true,
+                                           /*writable=*/true);
+}
+
+struct ConvertMhaAttentionToLoopsPass
+    : impl::ConvertMhaAttentionToLoopsBase<ConvertMhaAttentionToLoopsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (queryBlock < 1 || keyBlock < 1) {
+      getOperation().emitError("query-block and key-block must be positive");
+      return signalPassFailure();
+    }
+    SmallVector<mha::AttentionOp> ops;
+    getOperation().walk([&](mha::AttentionOp op) { ops.push_back(op); });
+    for (mha::AttentionOp op : ops) {
+      OpBuilder builder(op);
+      Value result = AttentionLowering(op, builder, queryBlock, keyBlock).build();
+      op.getResult().replaceAllUsesWith(result);
+      op.erase();
+    }
+  }
+};
+
+} // namespace
+} // namespace mhac

@@ -1,0 +1,128 @@
+//===- MhaToLinalg.cpp - mha.linear to linalg.matmul ----------------------===//
+//
+// Part of mhac.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/conversion/Passes.h"
+#include "dialects/mha/IR/MhaOps.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mhac {
+#define GEN_PASS_DEF_CONVERTMHATOLINALG
+#include "compiler/conversion/Passes.h.inc"
+} // namespace mhac
+
+using namespace mlir;
+
+namespace mhac {
+namespace {
+
+struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(mha::LinearOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inputType = op.getInput().getType();
+    auto resultType = op.getResult().getType();
+    Type elementType = inputType.getElementType();
+    Type f32 = rewriter.getF32Type();
+    int64_t rank = inputType.getRank();
+    int64_t outFeatures = resultType.getDimSize(rank - 1);
+
+    // Collapse the leading dimensions into one row dimension: [..., K] -> [M, K].
+    Value input = op.getInput();
+    int64_t rows = 1;
+    for (int64_t i = 0; i + 1 < rank; ++i)
+      rows = ShapedType::isDynamic(inputType.getDimSize(i)) || ShapedType::isDynamic(rows)
+                 ? ShapedType::kDynamic
+                 : rows * inputType.getDimSize(i);
+    SmallVector<ReassociationIndices> reassociation;
+    if (rank != 2) {
+      ReassociationIndices leading;
+      for (int64_t i = 0; i + 1 < rank; ++i)
+        leading.push_back(i);
+      reassociation = {leading, {rank - 1}};
+      input = tensor::CollapseShapeOp::create(rewriter, loc, input, reassociation);
+    }
+    SmallVector<Value> dynamicRows;
+    if (ShapedType::isDynamic(rows))
+      dynamicRows.push_back(tensor::DimOp::create(rewriter, loc, input, 0));
+
+    // The accumulator starts at the bias (broadcast over the rows, widened to f32) or at zero.
+    auto accType = RankedTensorType::get({rows, outFeatures}, f32);
+    Value empty = tensor::EmptyOp::create(rewriter, loc, accType.getShape(), f32, dynamicRows);
+    Value init;
+    if (Value bias = op.getBias()) {
+      MLIRContext *ctx = rewriter.getContext();
+      AffineMap biasMap = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
+      AffineMap outMap = AffineMap::getMultiDimIdentityMap(2, ctx);
+      init = linalg::GenericOp::create(rewriter, loc, accType, ValueRange{bias}, ValueRange{empty},
+                                       ArrayRef<AffineMap>{biasMap, outMap},
+                                       ArrayRef<utils::IteratorType>{utils::IteratorType::parallel,
+                                                                     utils::IteratorType::parallel},
+                                       [&](OpBuilder &b, Location nested, ValueRange args) {
+                                         Value value = args[0];
+                                         if (value.getType() != f32)
+                                           value = arith::ExtFOp::create(b, nested, f32, value);
+                                         linalg::YieldOp::create(b, nested, value);
+                                       })
+                 .getResult(0);
+    } else {
+      Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
+      init = linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+    }
+
+    // y = x * W^T + acc, with W in PyTorch's [out, in] layout.
+    Value product =
+        linalg::MatmulTransposeBOp::create(rewriter, loc, TypeRange{accType},
+                                           ValueRange{input, op.getWeight()}, ValueRange{init})
+            .getResult(0);
+
+    // bf16 layers round the f32 accumulator once.
+    Value result = product;
+    if (elementType != f32) {
+      auto roundedType = RankedTensorType::get(accType.getShape(), elementType);
+      Value roundedEmpty =
+          tensor::EmptyOp::create(rewriter, loc, roundedType.getShape(), elementType, dynamicRows);
+      MLIRContext *ctx = rewriter.getContext();
+      AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
+      result = linalg::GenericOp::create(
+                   rewriter, loc, roundedType, ValueRange{product}, ValueRange{roundedEmpty},
+                   ArrayRef<AffineMap>{identity, identity},
+                   ArrayRef<utils::IteratorType>{utils::IteratorType::parallel,
+                                                 utils::IteratorType::parallel},
+                   [&](OpBuilder &b, Location nested, ValueRange args) {
+                     Value rounded = arith::TruncFOp::create(b, nested, elementType, args[0]);
+                     linalg::YieldOp::create(b, nested, rounded);
+                   })
+                   .getResult(0);
+    }
+
+    // Restore the leading dimensions: [M, N] -> [..., N].
+    if (rank != 2) {
+      SmallVector<OpFoldResult> outputShape;
+      for (int64_t i = 0; i + 1 < rank; ++i)
+        outputShape.push_back(tensor::getMixedSize(rewriter, loc, op.getInput(), i));
+      outputShape.push_back(rewriter.getIndexAttr(outFeatures));
+      result = tensor::ExpandShapeOp::create(rewriter, loc, resultType, result, reassociation,
+                                             outputShape);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct ConvertMhaToLinalgPass : impl::ConvertMhaToLinalgBase<ConvertMhaToLinalgPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<LinearOpLowering>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace mhac

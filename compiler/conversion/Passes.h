@@ -1,0 +1,30 @@
+//===- Passes.h - lowerings out of the mha dialect --------------*- C++ -*-===//
+//
+// Part of mhac.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHAC_COMPILER_CONVERSION_PASSES_H
+#define MHAC_COMPILER_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mhac {
+
+#define GEN_PASS_DECL
+#include "compiler/conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "compiler/conversion/Passes.h.inc"
+
+} // namespace mhac
+
+#endif // MHAC_COMPILER_CONVERSION_PASSES_H

@@ -1,0 +1,69 @@
+//===- Passes.td - lowerings out of the mha dialect --------*- tablegen -*-===//
+//
+// Part of mhac.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHAC_COMPILER_CONVERSION_PASSES_TD
+#define MHAC_COMPILER_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
+  let summary = "Lower mha.linear to a linalg matmul whose accumulator starts at the bias";
+  let description = [{
+    Each projection becomes `linalg.matmul` with a transposed weight (PyTorch's `[out, in]`
+    layout is used as is) over the input with its leading dimensions collapsed into one: the
+    accumulator is initialized with the broadcast bias (or zero), so the bias costs no extra
+    pass over the output. bf16 operands are widened inside the matmul, accumulated in f32 and
+    rounded once at the end. The transform-dialect schedule then tiles and vectorizes these
+    matmuls, fusing the initialization into each tile.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::linalg::LinalgDialect",
+    "mlir::tensor::TensorDialect",
+  ];
+}
+
+def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::func::FuncOp"> {
+  let summary = "Lower mha.attention to blocked loops with an online softmax";
+  let description = [{
+    FlashAttention's schedule, written as loops over buffers: for each batch, head and block of
+    `query-block` query rows, the keys are visited in blocks of `key-block`, keeping for every
+    row a running maximum, a running sum and an f32 accumulator of width head_dim. No
+    `[S, Skv]` score matrix exists; the scratch memory is one block of scores and one block of
+    accumulators. Key blocks past a row block's causal limit or past `kv_lens[b]` are not
+    visited. Grouped-query heads read the key/value head they share in place.
+  }];
+  let options = [
+    Option<"queryBlock", "query-block", "int64_t", /*default=*/"32",
+           "Query rows processed together against each key block">,
+    Option<"keyBlock", "key-block", "int64_t", /*default=*/"128",
+           "Keys per block of scores">,
+  ];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::bufferization::BufferizationDialect",
+    "mlir::math::MathDialect",
+    "mlir::memref::MemRefDialect",
+    "mlir::scf::SCFDialect",
+  ];
+}
+
+def LayerResultsToOutArguments
+    : Pass<"mhac-layer-results-to-out-arguments", "mlir::ModuleOp"> {
+  let summary = "Make layer functions write their result into a caller-owned buffer";
+  let description = [{
+    The C ABI passes `out` as the last argument. This pass gives every function returning a
+    tensor an extra memref argument of that tensor's shape (identity layout) and materializes
+    the result into it, so that bufferization writes the last projection straight into the
+    caller's buffer instead of allocating and copying.
+  }];
+  let dependentDialects = [
+    "mlir::bufferization::BufferizationDialect",
+    "mlir::memref::MemRefDialect",
+  ];
+}
+
+#endif // MHAC_COMPILER_CONVERSION_PASSES_TD

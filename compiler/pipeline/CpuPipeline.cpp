@@ -1,0 +1,96 @@
+//===- CpuPipeline.cpp - from the mha dialect to the LLVM dialect ---------===//
+//
+// Part of mhac.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/pipeline/CpuPipeline.h"
+
+#include "compiler/conversion/Passes.h"
+#include "dialects/mha/IR/MhaDialect.h"
+
+#include "mlir/Dialect/Transform/IR/TransformOps.h"
+#include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+#include <mutex>
+
+using namespace mlir;
+
+namespace mhac {
+
+void registerCpuPipelineDialects(DialectRegistry &registry) {
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registry.insert<mha::MhaDialect>();
+}
+
+/// Runs a textual pass pipeline (without the outer `builtin.module(...)`: with it, the passes
+/// are silently not run) on `module`.
+static LogicalResult runPipeline(ModuleOp module, StringRef pipeline) {
+  // Textual pipelines name passes through the global registry.
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    registerAllPasses();
+    registerMhacConversionPasses();
+  });
+  PassManager pm(module.getContext());
+  if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
+    return failure();
+  return pm.run(module);
+}
+
+LogicalResult lowerMhaToLinalg(ModuleOp module, const Schedule &schedule) {
+  PassManager pm(module.getContext());
+  OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  funcPm.addPass(createConvertMhaToLinalg());
+  funcPm.addPass(createConvertMhaAttentionToLoops(ConvertMhaAttentionToLoopsOptions{
+      schedule.attention.queryBlock, schedule.attention.keyBlock}));
+  funcPm.addPass(createCanonicalizerPass());
+  funcPm.addPass(createCSEPass());
+  return pm.run(module);
+}
+
+/// Applies the schedule's transform script to `module`.
+static LogicalResult applySchedule(ModuleOp module, const Schedule &schedule) {
+  OwningOpRef<ModuleOp> script =
+      parseSourceString<ModuleOp>(buildTransformScript(schedule), module.getContext());
+  if (!script)
+    return failure();
+  auto entry = transform::detail::findTransformEntryPoint(
+      module, *script, transform::TransformDialect::kTransformEntryPointSymbolName);
+  if (!entry)
+    return module.emitError("the schedule has no @__transform_main");
+  return transform::applyTransformNamedSequence(module, entry, *script,
+                                                transform::TransformOptions());
+}
+
+LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const Schedule &schedule) {
+  if (failed(applySchedule(module, schedule)))
+    return failure();
+  return runPipeline(
+      module,
+      "canonicalize, cse, mhac-layer-results-to-out-arguments, eliminate-empty-tensors,"
+      "one-shot-bufferize{bufferize-function-boundaries "
+      "function-boundary-type-conversion=identity-layout-map},"
+      // Tiles written back where they were read leave self-copies until CSE merges the views.
+      "canonicalize, cse, canonicalize,"
+      "func.func(lower-vector-mask, convert-vector-to-scf{full-unroll=true}, "
+      "convert-linalg-to-loops),"
+      // Ownership-based deallocation frees the intermediates; it cannot see into vector.mask
+      // regions, so it runs after masks are lowered.
+      "buffer-deallocation-pipeline,"
+      // expand-strided-metadata emits affine.apply: it must run before lower-affine.
+      "expand-strided-metadata, lower-affine, convert-scf-to-cf, convert-vector-to-llvm,"
+      "convert-math-to-llvm, finalize-memref-to-llvm, convert-arith-to-llvm,"
+      "convert-cf-to-llvm, convert-func-to-llvm, convert-index-to-llvm, convert-ub-to-llvm,"
+      "reconcile-unrealized-casts, canonicalize");
+}
+
+} // namespace mhac

@@ -1,0 +1,47 @@
+//===- Schedule.h - how a layer is tiled, as a value ------------*- C++ -*-===//
+//
+// Part of mhac. The schedule is data handed to the lowering: today a default per target,
+// later parsed from a user's schedule file and searched by `mhac tune`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHAC_COMPILER_SCHEDULES_SCHEDULE_H
+#define MHAC_COMPILER_SCHEDULES_SCHEDULE_H
+
+#include "compiler/target/Target.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace mhac {
+
+/// Tiling of the projections, as matmuls [M = rows, N = out features, K = in features].
+struct ProjectionSchedule {
+  /// Cache tiles over [M, N]: the loops that keep a block of weights hot in L2.
+  std::array<int64_t, 2> cacheTile = {64, 256};
+  /// Register tiles over [M, N, K]: one vectorized micro-kernel step.
+  std::array<int64_t, 3> registerTile = {8, 32, 1};
+};
+
+/// Blocking of attention (see convert-mha-attention-to-loops).
+struct AttentionSchedule {
+  int64_t queryBlock = 32;
+  int64_t keyBlock = 128;
+};
+
+struct Schedule {
+  ProjectionSchedule projection;
+  AttentionSchedule attention;
+};
+
+/// The schedule mhac uses for `target` when the user gives none.
+Schedule defaultSchedule(const CpuTarget &target);
+
+/// The transform-dialect script that applies `schedule` to the linalg form of a layer: a
+/// module holding `@__transform_main`.
+std::string buildTransformScript(const Schedule &schedule);
+
+} // namespace mhac
+
+#endif // MHAC_COMPILER_SCHEDULES_SCHEDULE_H

@@ -1,0 +1,167 @@
+//===- HeaderEmitter.cpp - the C header of compiled layers ----------------===//
+//
+// Part of mhac.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/target/HeaderEmitter.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+
+namespace mhac {
+namespace {
+
+std::string sizeName(RuntimeSize size) {
+  switch (size) {
+  case RuntimeSize::Batch:
+    return "batch";
+  case RuntimeSize::Seq:
+    return "seq";
+  case RuntimeSize::KvSeq:
+    return "kv_seq";
+  case RuntimeSize::None:
+    break;
+  }
+  return "";
+}
+
+std::string formatShape(const LayerABI &layer, const TensorABI &tensor) {
+  std::string text = "[";
+  for (size_t d = 0; d < tensor.shape.size(); ++d) {
+    if (d)
+      text += ", ";
+    if (mlir::ShapedType::isDynamic(tensor.shape[d])) {
+      RuntimeSize which = tensor.dynamicAs[d];
+      text += sizeName(which == RuntimeSize::KvSeq && !layer.cross ? RuntimeSize::Seq : which);
+    } else {
+      text += std::to_string(tensor.shape[d]);
+    }
+  }
+  return text + "]";
+}
+
+std::string describeTensor(const std::string &name) {
+  if (name == "x")
+    return "input";
+  if (name == "memory")
+    return "keys and values are projected from it";
+  if (name == "kv_lens")
+    return "valid keys per batch entry, each in [0, kv_seq]";
+  if (name == "out")
+    return "output, written by the call";
+  const char *projection = name.size() == 2 && name[1] == 'q'   ? "query"
+                           : name.size() == 2 && name[1] == 'k' ? "key"
+                           : name.size() == 2 && name[1] == 'v' ? "value"
+                                                                : "output";
+  return fmt::format("{} projection {}", projection,
+                     name[0] == 'w' ? "weight, PyTorch's [out, in] layout" : "bias");
+}
+
+std::string formatSize(int64_t size) {
+  return mlir::ShapedType::isDynamic(size) ? "given at run time" : std::to_string(size);
+}
+
+void emitLayer(std::string &out, const LayerABI &layer) {
+  const char *element = layer.bf16 ? "uint16_t" : "float";
+  out += fmt::format(
+      "/* Layer {}: {}, {}.\n", layer.name, layer.cross ? "cross-attention" : "self-attention",
+      layer.bf16 ? "bf16 (raw bfloat16 bits in uint16_t; accumulation in f32)" : "f32");
+  out += fmt::format(" *   model_dim {}, heads {} of head_dim {}, kv_heads {}{}\n", layer.modelDim,
+                     layer.heads, layer.headDim, layer.kvHeads,
+                     layer.cross ? fmt::format(", kv_dim {}", layer.kvDim) : "");
+  out += fmt::format(" *   batch {}, seq {}{}\n", formatSize(layer.batch), formatSize(layer.seq),
+                     layer.cross ? fmt::format(", kv_seq {}", formatSize(layer.kvSeq)) : "");
+  out += fmt::format(" *   {}{}{}, scale {}\n", layer.bias ? "biases" : "no biases",
+                     layer.causal ? ", causal (bottom-right aligned)" : "",
+                     layer.kvLens ? ", keys masked by kv_lens" : "", layer.scale);
+  out += " *\n * Tensors, row-major and batch first:\n";
+  size_t width = 0;
+  for (const TensorABI &tensor : layer.tensors)
+    width = std::max(width, tensor.name.size());
+  for (const TensorABI &tensor : layer.tensors)
+    out += fmt::format(" *   {:<{}}  {:<22} {}\n", tensor.name, width, formatShape(layer, tensor),
+                       describeTensor(tensor.name));
+  out += " *\n * Returns MHAC_OK, or MHAC_ERROR_NULL_POINTER for a NULL tensor";
+  if (layer.hasDynamicSizes())
+    out += ",\n * MHAC_ERROR_BAD_SIZE for a size that is not in [1, 2147483647]";
+  if (layer.kvLens)
+    out += ",\n * MHAC_ERROR_BAD_KV_LENS for a kv_lens entry outside [0, kv_seq]";
+  out += ".\n * `out` must not overlap the other tensors. Calls share no state.\n */\n";
+
+  out += fmt::format("int32_t {}_run(", layer.name);
+  std::string indent(layer.name.size() + 13, ' ');
+  std::vector<std::string> params;
+  for (const TensorABI &tensor : layer.tensors)
+    params.push_back(fmt::format("{}{} *{}", tensor.isOutput ? "" : "const ",
+                                 tensor.isInt32 ? "int32_t" : element, tensor.name));
+  std::vector<std::string> sizes;
+  if (mlir::ShapedType::isDynamic(layer.batch))
+    sizes.push_back("batch");
+  if (mlir::ShapedType::isDynamic(layer.seq))
+    sizes.push_back("seq");
+  if (layer.cross && mlir::ShapedType::isDynamic(layer.kvSeq))
+    sizes.push_back("kv_seq");
+  for (const std::string &size : sizes)
+    params.push_back("int64_t " + size);
+  for (size_t i = 0; i < params.size(); ++i)
+    out += (i ? ",\n" + indent : "") + params[i];
+  out += ");\n\n";
+
+  out +=
+      fmt::format("/* The same, with the tensors in an array of {} pointers in the order above "
+                  "and the\n * run-time sizes in `sizes` (may be NULL when there are none). */\n",
+                  layer.tensors.size());
+  out += fmt::format("int32_t {}_run_packed(void *const *tensors, const mhac_sizes *sizes);\n\n",
+                     layer.name);
+  out += "/* Sizes, dtype and options of the layer; see mhac_layer in mhac/runtime.h. */\n";
+  out += fmt::format("const mhac_layer *{}_metadata(void);\n\n", layer.name);
+
+  out += "/* FLOPs of one call (see mhac_layer_flops). */\n";
+  std::vector<std::string> sizeParams;
+  for (const std::string &size : sizes)
+    sizeParams.push_back("int64_t " + size);
+  std::string sizeList = sizeParams.empty() ? "void" : "";
+  for (size_t i = 0; i < sizeParams.size(); ++i)
+    sizeList += (i ? ", " : "") + sizeParams[i];
+  auto given = [&](const char *name) {
+    for (const std::string &size : sizes)
+      if (size == name)
+        return std::string(name);
+    return std::string("0");
+  };
+  out += fmt::format("static inline double {}_flops({}) {{\n", layer.name, sizeList);
+  out += fmt::format("  mhac_sizes sizes = {{{}, {}, {}}};\n", given("batch"), given("seq"),
+                     given("kv_seq"));
+  out += fmt::format("  return mhac_layer_flops({}_metadata(), &sizes);\n}}\n\n", layer.name);
+}
+
+} // namespace
+
+std::string emitHeader(llvm::ArrayRef<LayerABI> layers, const std::string &guardName,
+                       const std::string &source) {
+  std::string guard = "MHAC_GENERATED_";
+  for (char c : guardName)
+    guard += std::isalnum(static_cast<unsigned char>(c))
+                 ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
+                 : '_';
+  guard += "_H";
+
+  std::string out;
+  out += fmt::format("/* Generated by mhac {} from {}. Do not edit.\n *\n", MHAC_VERSION, source);
+  out += " * Link the object with mhac's runtime library (-lmhac_runtime) and the C library\n"
+         " * (-lm). Layers run on the calling thread; every call is independent. */\n\n";
+  out += fmt::format("#ifndef {0}\n#define {0}\n\n", guard);
+  out += "#include <stdint.h>\n\n#include <mhac/runtime.h>\n\n";
+  out += "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
+  for (const LayerABI &layer : layers)
+    emitLayer(out, layer);
+  out += "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n";
+  out += fmt::format("#endif /* {} */\n", guard);
+  return out;
+}
+
+} // namespace mhac

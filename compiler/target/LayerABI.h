@@ -1,0 +1,54 @@
+//===- LayerABI.h - the C interface of a compiled layer ---------*- C++ -*-===//
+//
+// Part of mhac. Read from a layer function in the mha dialect before it is lowered, and used
+// after lowering to emit the C entry points, the metadata and the header: the one description
+// of the ABI that all three share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHAC_COMPILER_TARGET_LAYERABI_H
+#define MHAC_COMPILER_TARGET_LAYERABI_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mhac {
+
+/// Which run-time size a dimension takes when it is dynamic.
+enum class RuntimeSize { None, Batch, Seq, KvSeq };
+
+/// One tensor argument of a layer's run function, in ABI order.
+struct TensorABI {
+  std::string name;                   ///< x, memory, wq, bq, ..., kv_lens, out
+  std::vector<int64_t> shape;         ///< mlir::ShapedType::kDynamic for run-time sizes
+  std::vector<RuntimeSize> dynamicAs; ///< for each dimension, the size it takes at run time
+  bool isInt32 = false;               ///< kv_lens; every other tensor has the layer's dtype
+  bool isOutput = false;
+};
+
+struct LayerABI {
+  std::string name;
+  bool bf16 = false;
+  int64_t modelDim = 0, heads = 0, headDim = 0, kvHeads = 0, kvDim = 0;
+  int64_t batch = 0, seq = 0, kvSeq = 0; ///< mlir::ShapedType::kDynamic when given at run time
+  bool cross = false, causal = false, kvLens = false, bias = false;
+  float scale = 0;
+  std::vector<TensorABI> tensors; ///< inputs and weights in argument order, then `out`
+
+  bool hasDynamicSizes() const;
+};
+
+/// Reads the ABI of every layer function of `module` (in the mha dialect, as MLIRGen builds
+/// them). Fails with a diagnostic on a function that is not a layer.
+mlir::FailureOr<std::vector<LayerABI>> readLayerABIs(mlir::ModuleOp module);
+
+/// The name the lowered layer function gets: internal, so only the entry points are exported.
+std::string kernelSymbol(const LayerABI &layer);
+
+} // namespace mhac
+
+#endif // MHAC_COMPILER_TARGET_LAYERABI_H

@@ -1,0 +1,103 @@
+/*===- mhac/runtime.h - the C ABI of mhac's generated code and runtime ----===*
+ *
+ * Part of mhac. Plain C (usable from C and C++), no LLVM or MLIR dependency.
+ *
+ * Every layer compiled by `mhac compile` exports, next to its typed run function declared in
+ * the generated header, a description of itself (`mhac_layer`) with a run function of uniform
+ * signature, so that a program (or `mha-run`) can drive any layer it did not see at build time.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef MHAC_RUNTIME_H
+#define MHAC_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of the layout of `mhac_layer`; bumped whenever a field changes. */
+#define MHAC_ABI_VERSION 1
+
+/* A size given at run time ('?' in the layer file). */
+#define MHAC_DYNAMIC (-1)
+
+/* Status codes returned by run functions and runtime calls. */
+typedef enum mhac_status {
+  MHAC_OK = 0,
+  MHAC_ERROR_NULL_POINTER = 1, /* a tensor pointer is NULL */
+  MHAC_ERROR_BAD_SIZE = 2,     /* a run-time size is < 1 or does not match the compiled one */
+  MHAC_ERROR_BAD_KV_LENS = 3,  /* a kv_lens entry is outside [0, kv_seq] */
+  MHAC_ERROR_OUT_OF_MEMORY = 4,
+  MHAC_ERROR_INVALID_ARGUMENT = 5, /* any other misuse of a runtime call */
+  MHAC_ERROR_ABI_MISMATCH = 6,     /* the layer was compiled for another MHAC_ABI_VERSION */
+} mhac_status;
+
+/* A one-line description of a status code, for messages; never NULL. */
+const char *mhac_status_string(int32_t status);
+
+/* Element type of a layer's inputs, weights and outputs. bf16 data is passed as uint16_t
+ * holding the upper half of the float32 bit pattern. */
+typedef enum mhac_dtype { MHAC_DTYPE_F32 = 0, MHAC_DTYPE_BF16 = 1 } mhac_dtype;
+
+/* Run-time sizes, in the order run functions take them. */
+typedef struct mhac_sizes {
+  int64_t batch;
+  int64_t seq;
+  int64_t kv_seq; /* ignored (taken as seq) unless the layer is cross-attention */
+} mhac_sizes;
+
+/* Description of one compiled layer; see docs/language.md for the meaning of each size. */
+typedef struct mhac_layer {
+  int32_t abi_version; /* MHAC_ABI_VERSION of the compiler that produced it */
+  const char *name;
+  int32_t dtype; /* mhac_dtype */
+  int64_t model_dim, heads, head_dim, kv_heads, kv_dim;
+  int64_t batch, seq, kv_seq;           /* MHAC_DYNAMIC when given at run time */
+  int32_t cross, causal, kv_lens, bias; /* 0 or 1 */
+  float scale;
+  /* Number of tensor pointers run_packed takes: x, [memory], wq, [bq], wk, [bk], wv, [bv],
+   * wo, [bo], [kv_lens], out, in this order (bracketed ones only when the layer has them). */
+  int32_t num_tensors;
+  /* Runs the layer. `tensors` holds num_tensors pointers; `sizes` gives the dimensions that
+   * are MHAC_DYNAMIC (the others are ignored). Returns an mhac_status. */
+  int32_t (*run_packed)(void *const *tensors, const mhac_sizes *sizes);
+} mhac_layer;
+
+/* FLOPs of one call of `layer` at the given sizes (dynamic ones taken from `sizes`):
+ * 2·B·S·D·(H·Dh) for the query projection, 2·2·B·Skv·kv_dim·(Hkv·Dh) for keys and values,
+ * 2·B·S·(H·Dh)·D for the output projection, and 4·B·H·S·Skv·Dh for attention, halved when
+ * causal. Returns 0 when a needed size is missing or not positive. */
+double mhac_layer_flops(const mhac_layer *layer, const mhac_sizes *sizes);
+
+/* Runs `layer` (checking that it was compiled for this ABI version); see run_packed. */
+int32_t mhac_layer_run(const mhac_layer *layer, void *const *tensors, const mhac_sizes *sizes);
+
+/* Every module (object or shared library) written by `mhac compile` defines this weak function,
+ * returning its layers as a NULL-terminated array. */
+const mhac_layer *const *mhac_module_layers(void);
+
+/* A shared library written by `mhac compile --shared`, opened at run time. */
+typedef struct mhac_module mhac_module;
+
+/* Opens the module at `path`. On failure returns NULL and writes a one-line message (naming the
+ * file) into `error`, a buffer of `error_size` bytes (which may be 0). */
+mhac_module *mhac_module_open(const char *path, char *error, size_t error_size);
+
+/* Closes a module; its layers must not be used afterwards. NULL is ignored. */
+void mhac_module_close(mhac_module *module);
+
+/* Number of layers of an open module, and the index-th (NULL when out of range). */
+int32_t mhac_module_num_layers(const mhac_module *module);
+const mhac_layer *mhac_module_layer(const mhac_module *module, int32_t index);
+
+/* The layer named `name`, or NULL. */
+const mhac_layer *mhac_module_find_layer(const mhac_module *module, const char *name);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MHAC_RUNTIME_H */

@@ -1,0 +1,90 @@
+//===- ReferenceAttention.h - the float64 oracle of one layer ---*- C++ -*-===//
+//
+// Part of mhac. Computes what SPEC section 2 says a layer computes, in float64 and in the most
+// direct form, so that generated code has something trustworthy to be compared against (the
+// end-to-end tests, `mha-run --check`). It takes plain data and depends on nothing in the
+// compiler, so that tools and tests can link it alone.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHAC_RUNTIME_REFERENCE_REFERENCEATTENTION_H
+#define MHAC_RUNTIME_REFERENCE_REFERENCEATTENTION_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mhac::reference {
+
+/// Sizes and options of one layer; names follow SPEC section 1, and every size must be known
+/// (no `?`). Preconditions: all sizes are positive and `heads % kvHeads == 0`.
+///
+/// Self-attention takes keys and values from x itself, so unless `cross` the fields `kvSeq` and
+/// `kvDim` are not read: Skv is `seq` and the key/value width is `modelDim`, as Sema resolves them.
+struct LayerShape {
+  int64_t batch = 0;    ///< B
+  int64_t seq = 0;      ///< S, query length
+  int64_t kvSeq = 0;    ///< Skv, key/value length (cross only)
+  int64_t modelDim = 0; ///< D, width of x and of the output
+  int64_t kvDim = 0;    ///< width of `memory` (cross only)
+  int64_t heads = 0;    ///< H
+  int64_t kvHeads = 0;  ///< Hkv, divides H
+  int64_t headDim = 0;  ///< Dh, independent of D
+  bool cross = false;   ///< keys and values are computed from `memory` instead of x
+  bool causal = false;  ///< mask key j for query i when j > i + (Skv - S)
+  bool bias = true;     ///< the four projections have biases
+  /// Multiplier of the scores. No default is applied here: SPEC's `1/sqrt(head_dim)` is the
+  /// caller's to pass, so that a layer with an explicit `scale` is checked as written.
+  double scale = 1.0;
+};
+
+/// Pointers to row-major float32 tensors with the shapes of SPEC section 2:
+/// x [B, S, D], memory [B, Skv, kv_dim], wq [H*Dh, D], wk and wv [Hkv*Dh, kv_dim],
+/// wo [D, H*Dh], bq [H*Dh], bk and bv [Hkv*Dh], bo [D], kvLens [B].
+///
+/// `memory` is ignored (x is used) unless `cross`; the biases are ignored unless `bias`, and may
+/// then be null; `kvLens` may be null, which means the layer has no `kv_lens`.
+struct LayerTensors {
+  const float *x = nullptr;
+  const float *memory = nullptr;
+  const float *wq = nullptr;
+  const float *bq = nullptr;
+  const float *wk = nullptr;
+  const float *bk = nullptr;
+  const float *wv = nullptr;
+  const float *bv = nullptr;
+  const float *wo = nullptr;
+  const float *bo = nullptr;
+  const int32_t *kvLens = nullptr;
+};
+
+/// Computes out [B, S, D] of SPEC section 2 in float64 (inputs and weights are widened exactly
+/// from float32). `kv_lens` entries are clamped to [0, Skv]. A query row whose keys are all masked
+/// (by `kv_lens`, or by `causal` when S > Skv) has a = 0, so its output row is exactly bo (or 0
+/// without bias). The softmax subtracts the row maximum, so scores of any magnitude that float64
+/// holds (SPEC asks for |s| up to 1e4) neither overflow nor underflow to 0/0.
+void computeLayer(const LayerShape &shape, const LayerTensors &tensors, double *out);
+
+/// Floating-point operations of one call, counting a multiply-add as 2 and nothing else:
+///   q:         2 * B * S * D * (H*Dh)
+///   k and v:   2 * 2 * B * Skv * kv_dim * (Hkv*Dh)
+///   o:         2 * B * S * (H*Dh) * D
+///   attention: 4 * B * H * P * Dh   (2 for q.k and 2 for p.v per unmasked (query, key) pair)
+/// where P is the number of (i, j) pairs that `causal` leaves unmasked: S * Skv without causal,
+/// otherwise the sum over i of clamp(i + Skv - S + 1, 0, Skv) (S*(S+1)/2 when S == Skv). Bias
+/// additions, the scale, the softmax and `kv_lens` (a run-time value) are not counted.
+double layerFlops(const LayerShape &shape);
+
+/// The error measure of SPEC section 2: max |got - ref| / max |ref|, with a denominator of 1 when
+/// every |ref| is 0 (the error is then absolute). Returns +inf if any entry of `got` (or of `ref`)
+/// is NaN or infinite, so that NaN never passes a `<=` tolerance check; returns 0 when `count`
+/// is 0.
+double relativeError(const float *got, const double *ref, size_t count);
+
+/// Rounds `value` to the nearest bfloat16 (round to nearest, ties to even) and returns it widened
+/// back to float: what a bf16 layer's inputs become. Infinities stay infinite, finite values past
+/// the largest bf16 round to infinity, and NaN stays NaN (quietened, sign kept).
+float roundToBF16(float value);
+
+} // namespace mhac::reference
+
+#endif // MHAC_RUNTIME_REFERENCE_REFERENCEATTENTION_H

@@ -1,0 +1,60 @@
+/*===- Layer.c - status codes and running layers ---------------------------===*
+ *
+ * Part of mhac.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "mhac/runtime.h"
+
+const char *mhac_status_string(int32_t status) {
+  switch (status) {
+  case MHAC_OK:
+    return "success";
+  case MHAC_ERROR_NULL_POINTER:
+    return "a tensor pointer is null";
+  case MHAC_ERROR_BAD_SIZE:
+    return "a run-time size is not positive or does not match the compiled one";
+  case MHAC_ERROR_BAD_KV_LENS:
+    return "a kv_lens entry is outside [0, kv_seq]";
+  case MHAC_ERROR_OUT_OF_MEMORY:
+    return "out of memory";
+  case MHAC_ERROR_INVALID_ARGUMENT:
+    return "invalid argument";
+  case MHAC_ERROR_ABI_MISMATCH:
+    return "the layer was compiled for another version of the mhac ABI";
+  default:
+    return "unknown status";
+  }
+}
+
+/* The compiled size, or the run-time one when the layer declared it '?'. */
+static int64_t resolve(int64_t compiled, int64_t given) {
+  return compiled == MHAC_DYNAMIC ? given : compiled;
+}
+
+int32_t mhac_layer_run(const mhac_layer *layer, void *const *tensors, const mhac_sizes *sizes) {
+  if (!layer)
+    return MHAC_ERROR_INVALID_ARGUMENT;
+  if (layer->abi_version != MHAC_ABI_VERSION)
+    return MHAC_ERROR_ABI_MISMATCH;
+  return layer->run_packed(tensors, sizes);
+}
+
+double mhac_layer_flops(const mhac_layer *layer, const mhac_sizes *sizes) {
+  if (!layer || !sizes)
+    return 0;
+  double b = (double)resolve(layer->batch, sizes->batch);
+  double s = (double)resolve(layer->seq, sizes->seq);
+  double skv = layer->cross ? (double)resolve(layer->kv_seq, sizes->kv_seq) : s;
+  if (b <= 0 || s <= 0 || skv <= 0)
+    return 0;
+  double d = (double)layer->model_dim, dh = (double)layer->head_dim;
+  double h = (double)layer->heads, hkv = (double)layer->kv_heads;
+  double kvDim = (double)layer->kv_dim;
+  double projections =
+      2 * b * s * d * (h * dh) + 2 * 2 * b * skv * kvDim * (hkv * dh) + 2 * b * s * (h * dh) * d;
+  double attention = 4 * b * h * s * skv * dh;
+  if (layer->causal)
+    attention /= 2;
+  return projections + attention;
+}
