@@ -9,6 +9,8 @@ packages=(
   clang-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools libclang-rt-22-dev
   # Build tools and libraries.
   cmake ninja-build ccache libfmt-dev libgtest-dev python3
+  # The C compiler driver links shared libraries (mhac compile --shared) and the C examples.
+  gcc libc6-dev
 )
 
 missing=()

@@ -18,10 +18,11 @@ config.test_exec_root = os.path.join(config.mhac_obj_root, "tests", "lit")
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%mhac_src", config.mhac_src_root))
 config.substitutions.append(("%fuzz_seconds", str(config.fuzz_seconds)))
+config.substitutions.append(("%mhac_lib_dir", os.path.join(config.mhac_obj_root, "lib")))
 
 if config.fuzzers_enabled:
     config.available_features.add("fuzzers")
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-tools = ["mhac", "mhac-opt", ToolSubst("frontend-fuzzer", unresolved="ignore")]
+tools = ["mhac", "mhac-opt", "mha-run", ToolSubst("frontend-fuzzer", unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, [config.mhac_tools_dir])

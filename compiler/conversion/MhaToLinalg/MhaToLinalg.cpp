@@ -7,8 +7,9 @@
 #include "compiler/conversion/Passes.h"
 #include "dialects/mha/IR/MhaOps.h"
 
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace mhac {
 #define GEN_PASS_DEF_CONVERTMHATOLINALG
@@ -107,8 +108,18 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
       for (int64_t i = 0; i + 1 < rank; ++i)
         outputShape.push_back(tensor::getMixedSize(rewriter, loc, op.getInput(), i));
       outputShape.push_back(rewriter.getIndexAttr(outFeatures));
-      result = tensor::ExpandShapeOp::create(rewriter, loc, resultType, result, reassociation,
-                                             outputShape);
+      if (resultType.getNumDynamicDims() <= 1) {
+        result = tensor::ExpandShapeOp::create(rewriter, loc, resultType, result, reassociation,
+                                               outputShape);
+      } else {
+        // MLIR 22's expand-strided-metadata crashes on a memref.expand_shape with two dynamic
+        // dimensions; tensor.reshape bufferizes to memref.reshape, which avoids it.
+        SmallVector<Value> shape;
+        for (OpFoldResult size : outputShape)
+          shape.push_back(getValueOrCreateConstantIndexOp(rewriter, loc, size));
+        Value shapeTensor = tensor::FromElementsOp::create(rewriter, loc, shape);
+        result = tensor::ReshapeOp::create(rewriter, loc, resultType, result, shapeTensor);
+      }
     }
     rewriter.replaceOp(op, result);
     return success();
@@ -119,8 +130,8 @@ struct ConvertMhaToLinalgPass : impl::ConvertMhaToLinalgBase<ConvertMhaToLinalgP
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<LinearOpLowering>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+    // One walk, without folding: each projection is rewritten exactly once, as written.
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };
 
