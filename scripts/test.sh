@@ -19,15 +19,16 @@ set +e
 status=${PIPESTATUS[0]}
 set -e
 
-# lit's summary lists counts per result kind ("  Passed: 53 (96.36%)", "  Timed Out: 1 (...)").
+# lit's summary lists counts per result kind ("  Passed: 53 (96.36%)", "  Timed Out: 1 (...)"),
+# padded when the counts are wide ("  Passed :   190 (98.47%)").
 count() {
   local n
-  n=$(sed -n "s/^  *$1: *\([0-9][0-9]*\).*/\1/p" "$log" | tail -n 1)
+  n=$(sed -n "s/^  *$1 *: *\([0-9][0-9]*\).*/\1/p" "$log" | tail -n 1)
   echo "${n:-0}"
 }
 passed=$(count Passed)
 failed=$(( $(count Failed) + $(count Unresolved) + $(count 'Timed Out') + $(count 'Unexpectedly Passed') ))
-skipped=$(( $(count Unsupported) + $(count 'Expectedly Failed') + $(count Excluded) ))
+skipped=$(( $(count Unsupported) + $(count Skipped) + $(count 'Expectedly Failed') + $(count Excluded) ))
 echo "$passed passed, $failed failed, $skipped skipped"
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
   echo "lit exited with status $status" >&2

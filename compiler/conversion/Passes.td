@@ -66,4 +66,23 @@ def LayerResultsToOutArguments
   ];
 }
 
+def ConvertParallelToMhacRuntime
+    : Pass<"convert-parallel-to-mhac-runtime", "mlir::ModuleOp"> {
+  let summary = "Run outermost scf.parallel and scf.forall loops through mhac_parallel_for";
+  let description = [{
+    Outlines the body of every outermost parallel loop (on buffers) into a task function
+    `(closure: !llvm.ptr, index: i64) -> i32` and replaces the loop by one call of the runtime's
+    `mhac_parallel_for(task, closure, trip count)`. The iteration space is linearized; the task
+    recovers its induction variables from the index. Values the body uses from above are stored
+    in a closure struct on the caller's stack (memrefs as their LLVM descriptors, through
+    unrealized casts that the LLVM conversions cancel out); constants are cloned instead.
+    Runs after bufferization, before conversion to the LLVM dialect.
+  }];
+  let dependentDialects = [
+    "mlir::LLVM::LLVMDialect",
+    "mlir::arith::ArithDialect",
+    "mlir::func::FuncDialect",
+  ];
+}
+
 #endif // MHAC_COMPILER_CONVERSION_PASSES_TD

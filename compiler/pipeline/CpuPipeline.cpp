@@ -85,7 +85,7 @@ LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const Schedule &schedule
       "convert-linalg-to-loops),"
       // Ownership-based deallocation frees the intermediates; it cannot see into vector.mask
       // regions, so it runs after masks are lowered.
-      "buffer-deallocation-pipeline,"
+      "buffer-deallocation-pipeline, convert-parallel-to-mhac-runtime,"
       // expand-strided-metadata emits affine.apply: it must run before lower-affine.
       "expand-strided-metadata, lower-affine, convert-scf-to-cf, convert-vector-to-llvm,"
       "convert-math-to-llvm, finalize-memref-to-llvm, convert-arith-to-llvm,"

@@ -24,7 +24,8 @@ Schedule defaultSchedule(const CpuTarget &target) {
 std::string buildTransformScript(const Schedule &schedule) {
   const ProjectionSchedule &p = schedule.projection;
   // Tile each projection matmul into cache tiles, pulling its accumulator initialization (the
-  // bias broadcast or zero fill) into the tile; then into register tiles, which are vectorized
+  // bias broadcast or zero fill) into the tile; the cache tiles form an scf.forall, run by the
+  // runtime's thread pool. Then into register tiles, which are vectorized
   // with masks so that row counts that are not multiples of the tile (dynamic batch, S = 197)
   // still get vector code. The initialization tiles stay scalar loops for LLVM to vectorize:
   // MLIR 22's masked vectorizer fails on a broadcast read whose tile is partly dynamic.
@@ -37,8 +38,8 @@ module attributes {{transform.with_named_sequence} {
         : (!transform.any_op) -> !transform.any_op
     transform.foreach %matmuls : !transform.any_op {{
     ^bb0(%matmul: !transform.any_op):
-      %tiled, %loops:2 = transform.structured.fuse %matmul tile_sizes [{0}, {1}, 0]
-          : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+      %tiled, %loop = transform.structured.fuse %matmul tile_sizes [{0}, {1}, 0] {{use_forall}
+          : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
       %init = transform.get_producer_of_operand %tiled[2]
           : (!transform.any_op) -> !transform.any_op
       %micro, %microLoops:3 = transform.structured.tile_using_for %tiled

@@ -1,7 +1,7 @@
 /* A C program that links a layer compiled by mhac: the object, its header and the runtime.
  *
  *   mhac compile examples/bert_base.mha -o bert_base
- *   cc -I. -Iruntime/include examples/c/main.c bert_base.o -Lbuild/lib -lmhac_runtime -lm
+ *   cc -I. -Iruntime/include examples/c/main.c bert_base.o build/lib/libmhac_runtime.a -lpthread -lm
  *
  * It runs BERT-base's attention on a batch of two sequences and prints a checksum and the time
  * of one call. */

@@ -24,5 +24,8 @@ if config.fuzzers_enabled:
     config.available_features.add("fuzzers")
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-tools = ["mhac", "mhac-opt", "mha-run", ToolSubst("frontend-fuzzer", unresolved="ignore")]
+tools = ["mhac", "mhac-opt", "mha-run"] + [
+    ToolSubst(fuzzer, unresolved="ignore")
+    for fuzzer in ["frontend-fuzzer", "npy-fuzzer", "safetensors-fuzzer"]
+]
 llvm_config.add_tool_substitutions(tools, [config.mhac_tools_dir])

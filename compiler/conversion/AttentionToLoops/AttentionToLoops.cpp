@@ -4,7 +4,7 @@
 //
 // The loop nest, for each attention op (B batches, H heads, G = H / Hkv heads per kv head):
 //
-//   for b < B, h < H, i0 < S step QB:                   one block of query rows
+//   parallel b < B, h < H, i0 < S step QB:              one block of query rows
 //     acc[QB][Dh] = 0, m[QB] = -inf, l[QB] = 0
 //     end = min(kvLen(b), causal limit of the block's last row)
 //     for j0 < end step KB:                             one block of keys
@@ -182,84 +182,90 @@ Value AttentionLowering::build() {
   Value seq = memref::DimOp::create(b_, loc_, query_, 1);
   Value kvSeq = memref::DimOp::create(b_, loc_, key_, 1);
 
-  // The output, and the scratch of one query block (reused by every block).
+  // The output; each parallel iteration below has its own scratch.
   SmallVector<Value> dynamicSizes;
   for (int64_t i = 0; i < queryType.getRank(); ++i)
     if (queryType.isDynamicDim(i))
       dynamicSizes.push_back(memref::DimOp::create(b_, loc_, query_, i));
   auto outType = MemRefType::get(queryType.getShape(), elementType_);
   Value out = memref::AllocOp::create(b_, loc_, outType, dynamicSizes, b_.getI64IntegerAttr(64));
+  Value negInf = f32(-std::numeric_limits<double>::infinity());
+  Value zero = f32(0);
+  Value groupSize = index(op_.getGroupSize());
+  Value diagonal = sub(kvSeq, seq); // key j is visible to query i when j <= i + diagonal
+  Value queryBlocks = arith::CeilDivSIOp::create(b_, loc_, seq, index(queryBlock_));
+
+  // One parallel iteration per (batch, head, query block): independent, and each with its own
+  // scratch, so the runtime's threads can share them out.
+  auto parallel = scf::ParallelOp::create(b_, loc_, ValueRange{c0, c0, c0},
+                                          ValueRange{batchSize, index(op_.getHeads()), queryBlocks},
+                                          ValueRange{c1, c1, c1});
+  OpBuilder::InsertionGuard guard(b_);
+  b_.setInsertionPointToStart(parallel.getBody());
+  Value batch = parallel.getInductionVars()[0];
+  Value head = parallel.getInductionVars()[1];
+  Value i0 = mul(parallel.getInductionVars()[2], index(queryBlock_));
   acc_ = memref::AllocaOp::create(b_, loc_, MemRefType::get({queryBlock_, headDim_}, f32_));
   rowMax_ = memref::AllocaOp::create(b_, loc_, MemRefType::get({queryBlock_}, f32_));
   rowSum_ = memref::AllocaOp::create(b_, loc_, MemRefType::get({queryBlock_}, f32_));
   scores_ = memref::AllocaOp::create(b_, loc_, MemRefType::get({keyBlock_}, f32_));
 
-  Value negInf = f32(-std::numeric_limits<double>::infinity());
-  Value zero = f32(0);
-  Value groupSize = index(op_.getGroupSize());
-  Value diagonal = sub(kvSeq, seq); // key j is visible to query i when j <= i + diagonal
-
-  forLoop(c0, batchSize, c1, [&](Value batch) {
-    Value kvLen = kvSeq;
-    if (kvLens) {
-      // The entry point has checked 0 <= kv_lens[b] <= Skv.
-      Value len = memref::LoadOp::create(b_, loc_, kvLens, batch);
-      kvLen = arith::IndexCastOp::create(b_, loc_, b_.getIndexType(), len);
-    }
-    forLoop(c0, index(op_.getHeads()), c1, [&](Value head) {
-      Value qCol = mul(head, dh);
-      Value kvCol = mul(arith::DivUIOp::create(b_, loc_, head, groupSize), dh);
-      forLoop(c0, seq, index(queryBlock_), [&](Value i0) {
-        Value rows = minIndex(index(queryBlock_), sub(seq, i0));
-        forLoop(c0, rows, c1, [&](Value r) {
-          memref::StoreOp::create(b_, loc_, negInf, rowMax_, r);
-          memref::StoreOp::create(b_, loc_, zero, rowSum_, r);
-          forLoop(c0, dh, c1, [&](Value d) {
-            memref::StoreOp::create(b_, loc_, zero, acc_, ValueRange{r, d});
-          });
-        });
-
-        // Keys past the block's last row's limit are masked for every row of the block.
-        Value blockEnd = kvLen;
-        if (op_.getCausal())
-          blockEnd = minIndex(kvLen, maxIndex(c0, add(add(i0, rows), diagonal)));
-
-        forLoop(c0, blockEnd, index(keyBlock_), [&](Value j0) {
-          Value cols = minIndex(index(keyBlock_), sub(blockEnd, j0));
-          forLoop(c0, rows, c1, [&](Value r) {
-            Value i = add(i0, r);
-            Value validCols = cols;
-            if (op_.getCausal()) {
-              Value rowEnd = add(add(i, diagonal), c1);
-              validCols = maxIndex(c0, minIndex(cols, sub(rowEnd, j0)));
-            }
-            Value any = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sgt, validCols, c0);
-            auto ifOp = scf::IfOp::create(b_, loc_, any, /*withElseRegion=*/false);
-            OpBuilder::InsertionGuard guard(b_);
-            b_.setInsertionPointToStart(ifOp.thenBlock());
-            buildRowUpdate(batch, i, r, qCol, kvCol, j0, validCols);
-          });
-        });
-
-        // out = acc / l, or 0 for a row that saw no valid key.
-        forLoop(c0, rows, c1, [&](Value r) {
-          Value sum = memref::LoadOp::create(b_, loc_, rowSum_, r);
-          Value positive = arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OGT, sum, zero);
-          Value inverse = arith::SelectOp::create(
-              b_, loc_, positive, arith::DivFOp::create(b_, loc_, f32(1), sum), zero);
-          Value i = add(i0, r);
-          forLoop(c0, dh, c1, [&](Value d) {
-            Value a = memref::LoadOp::create(b_, loc_, acc_, ValueRange{r, d});
-            Value result = arith::MulFOp::create(b_, loc_, a, inverse);
-            if (elementType_ != f32_)
-              result = arith::TruncFOp::create(b_, loc_, elementType_, result);
-            memref::StoreOp::create(b_, loc_, result, out, ValueRange{batch, i, add(qCol, d)});
-          });
-        });
-      });
+  Value kvLen = kvSeq;
+  if (kvLens) {
+    // The entry point has checked 0 <= kv_lens[b] <= Skv.
+    Value len = memref::LoadOp::create(b_, loc_, kvLens, batch);
+    kvLen = arith::IndexCastOp::create(b_, loc_, b_.getIndexType(), len);
+  }
+  Value qCol = mul(head, dh);
+  Value kvCol = mul(arith::DivUIOp::create(b_, loc_, head, groupSize), dh);
+  Value rows = minIndex(index(queryBlock_), sub(seq, i0));
+  forLoop(c0, rows, c1, [&](Value r) {
+    memref::StoreOp::create(b_, loc_, negInf, rowMax_, r);
+    memref::StoreOp::create(b_, loc_, zero, rowSum_, r);
+    forLoop(c0, dh, c1, [&](Value d) {
+      memref::StoreOp::create(b_, loc_, zero, acc_, ValueRange{r, d});
     });
   });
 
+  // Keys past the block's last row's limit are masked for every row of the block.
+  Value blockEnd = kvLen;
+  if (op_.getCausal())
+    blockEnd = minIndex(kvLen, maxIndex(c0, add(add(i0, rows), diagonal)));
+
+  forLoop(c0, blockEnd, index(keyBlock_), [&](Value j0) {
+    Value cols = minIndex(index(keyBlock_), sub(blockEnd, j0));
+    forLoop(c0, rows, c1, [&](Value r) {
+      Value i = add(i0, r);
+      Value validCols = cols;
+      if (op_.getCausal()) {
+        Value rowEnd = add(add(i, diagonal), c1);
+        validCols = maxIndex(c0, minIndex(cols, sub(rowEnd, j0)));
+      }
+      Value any = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sgt, validCols, c0);
+      auto ifOp = scf::IfOp::create(b_, loc_, any, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard inner(b_);
+      b_.setInsertionPointToStart(ifOp.thenBlock());
+      buildRowUpdate(batch, i, r, qCol, kvCol, j0, validCols);
+    });
+  });
+
+  // out = acc / l, or 0 for a row that saw no valid key.
+  forLoop(c0, rows, c1, [&](Value r) {
+    Value sum = memref::LoadOp::create(b_, loc_, rowSum_, r);
+    Value positive = arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OGT, sum, zero);
+    Value inverse = arith::SelectOp::create(b_, loc_, positive,
+                                            arith::DivFOp::create(b_, loc_, f32(1), sum), zero);
+    Value i = add(i0, r);
+    forLoop(c0, dh, c1, [&](Value d) {
+      Value a = memref::LoadOp::create(b_, loc_, acc_, ValueRange{r, d});
+      Value result = arith::MulFOp::create(b_, loc_, a, inverse);
+      if (elementType_ != f32_)
+        result = arith::TruncFOp::create(b_, loc_, elementType_, result);
+      memref::StoreOp::create(b_, loc_, result, out, ValueRange{batch, i, add(qCol, d)});
+    });
+  });
+
+  b_.setInsertionPointAfter(parallel);
   return bufferization::ToTensorOp::create(b_, loc_, queryType, out, /*restrict=*/true,
                                            /*writable=*/true);
 }

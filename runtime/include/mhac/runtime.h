@@ -72,6 +72,40 @@ typedef struct mhac_layer {
  * causal. Returns 0 when a needed size is missing or not positive. */
 double mhac_layer_flops(const mhac_layer *layer, const mhac_sizes *sizes);
 
+/*===----------------------------------------------------------------------===*
+ * Parallel loops
+ *
+ * Generated code runs its parallel loops through mhac_parallel_for, which hands them to the
+ * current implementation: by default a persistent pool of worker threads (the caller takes
+ * part), or one installed with mhac_set_parallel_for, in the spirit of Halide's
+ * halide_do_par_for. Results never depend on the number of threads.
+ *===----------------------------------------------------------------------===*/
+
+/* One iteration of a parallel loop. Returns MHAC_OK or an mhac_status. */
+typedef int32_t (*mhac_task)(void *closure, int64_t index);
+
+/* An implementation of parallel loops: runs task(closure, i) for every i in [0, count), in any
+ * order and possibly concurrently, and returns once all have finished: MHAC_OK, or the status
+ * of a failed iteration. `user` is the pointer given to mhac_set_parallel_for. */
+typedef int32_t (*mhac_parallel_for_fn)(void *user, mhac_task task, void *closure, int64_t count);
+
+/* Runs a parallel loop with the current implementation. A loop started from inside an
+ * iteration of the default pool runs on the calling thread. */
+int32_t mhac_parallel_for(mhac_task task, void *closure, int64_t count);
+
+/* Installs `fn` (called with `user`) as the implementation of parallel loops; NULL restores the
+ * default pool. Not to be called while a loop runs. */
+void mhac_set_parallel_for(mhac_parallel_for_fn fn, void *user);
+
+/* Sets the number of threads of the default pool, the caller included: 1 runs loops on the
+ * calling thread; 0 restores the default, MHAC_NUM_THREADS from the environment or else the
+ * number of CPUs the process may use. Returns MHAC_OK, or MHAC_ERROR_INVALID_ARGUMENT for a
+ * negative count. Not to be called while a loop runs. */
+int32_t mhac_set_num_threads(int32_t count);
+
+/* The number of threads the default pool uses. */
+int32_t mhac_get_num_threads(void);
+
 /* Runs `layer` (checking that it was compiled for this ABI version); see run_packed. */
 int32_t mhac_layer_run(const mhac_layer *layer, void *const *tensors, const mhac_sizes *sizes);
 

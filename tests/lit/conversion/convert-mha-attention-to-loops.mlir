@@ -2,24 +2,24 @@
 // RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=0}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
 // BAD-OPTION: error: query-block and key-block must be positive
 
-// The scratch memory is one block of accumulators (query-block x head_dim), its running max
-// and sum, and one block of scores (key-block): nothing of size S x Skv.
+// One parallel iteration per (batch, head, query block), each with its own scratch: one block
+// of accumulators (query-block x head_dim), its running max and sum, and one block of scores
+// (key-block). Nothing of size S x Skv exists.
 // CHECK-LABEL: func.func @attention
-// CHECK-DAG:     %[[OUT:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x100x256xf32>
-// CHECK-DAG:     memref.alloca() : memref<16x64xf32>
-// CHECK-DAG:     memref.alloca() : memref<16xf32>
-// CHECK-DAG:     memref.alloca() : memref<64xf32>
+// CHECK:         %[[OUT:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x100x256xf32>
 // CHECK-NOT:     memref.alloc{{.*}}100x300
-// CHECK-NOT:     memref.alloc{{.*}}300x100
-// Batch, head, query block, key block, then rows.
-// CHECK:         scf.for
-// CHECK:           scf.for
-// CHECK:             scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c16
-// CHECK:               scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c64
+// CHECK:         %[[BLOCKS:.*]] = arith.ceildivsi %{{.*}}, %c16
+// CHECK:         scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = (%c0, %c0, %c0) to (%{{.*}}, %c4, %[[BLOCKS]])
+// CHECK-DAG:       memref.alloca() : memref<16x64xf32>
+// CHECK-DAG:       memref.alloca() : memref<16xf32>
+// CHECK-DAG:       memref.alloca() : memref<64xf32>
+// Key blocks, then the rows of the query block.
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c64
+// CHECK:             scf.for
 // The online softmax: running max, exp, and the f32 accumulator updated with fma.
-// CHECK:                     arith.maximumf
-// CHECK:                     math.exp
-// CHECK:                     math.fma
+// CHECK:                 arith.maximumf
+// CHECK:                 math.exp
+// CHECK:                 math.fma
 // CHECK:         bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK-NOT:     mha.attention
 func.func @attention(%q: tensor<?x100x256xf32>, %k: tensor<?x300x128xf32>, %v: tensor<?x300x128xf32>) -> tensor<?x100x256xf32> {
@@ -29,7 +29,7 @@ func.func @attention(%q: tensor<?x100x256xf32>, %k: tensor<?x300x128xf32>, %v: t
 
 // kv_lens is read once per batch entry; causal limits the key loop of each query block.
 // CHECK-LABEL: func.func @masked
-// CHECK:         scf.for %[[B:.*]] =
+// CHECK:         scf.parallel (%[[B:[^,]*]],
 // CHECK:           memref.load %{{.*}}[%[[B]]] : memref<?xi32, strided<[?], offset: ?>>
 // CHECK:           arith.index_cast
 // CHECK:           arith.minsi

@@ -1,0 +1,268 @@
+//===- Weights.cpp - a layer's projection weights by SPEC names -----------===//
+//
+// Part of mhac.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/io/Weights.h"
+
+#include <algorithm>
+#include <array>
+#include <initializer_list>
+#include <limits>
+#include <vector>
+
+namespace mhac::io {
+namespace {
+
+constexpr std::array<std::string_view, 4> kWeightNames = {"q_proj.weight", "k_proj.weight",
+                                                          "v_proj.weight", "o_proj.weight"};
+constexpr std::array<std::string_view, 4> kBiasNames = {"q_proj.bias", "k_proj.bias", "v_proj.bias",
+                                                        "o_proj.bias"};
+constexpr std::string_view kInProjWeight = "in_proj_weight";
+constexpr std::string_view kInProjBias = "in_proj_bias";
+constexpr std::string_view kOutProjWeight = "out_proj.weight";
+constexpr std::string_view kOutProjBias = "out_proj.bias";
+constexpr std::array<std::string_view, 4> kPyTorchNames = {kInProjWeight, kInProjBias,
+                                                           kOutProjWeight, kOutProjBias};
+
+/// Every name either scheme knows, the candidates of "did you mean".
+std::vector<std::string_view> allKnownNames() {
+  std::vector<std::string_view> names(kWeightNames.begin(), kWeightNames.end());
+  names.insert(names.end(), kBiasNames.begin(), kBiasNames.end());
+  names.insert(names.end(), kPyTorchNames.begin(), kPyTorchNames.end());
+  return names;
+}
+
+bool isBiasName(std::string_view name) {
+  return name == kInProjBias || name == kOutProjBias ||
+         std::find(kBiasNames.begin(), kBiasNames.end(), name) != kBiasNames.end();
+}
+
+/// The optimal string alignment distance (Levenshtein plus adjacent transpositions, so that
+/// `weigth` is one edit from `weight`).
+size_t editDistance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i)
+    d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j)
+    d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+/// A known name `unknown` was probably meant to be, or empty.
+std::string_view suggest(std::string_view unknown) {
+  // Checkpoints of whole models prefix the names (`encoder.layer.0.attn.q_proj.weight`).
+  for (std::string_view known : allKnownNames())
+    if (unknown.size() > known.size() && unknown[unknown.size() - known.size() - 1] == '.' &&
+        unknown.substr(unknown.size() - known.size()) == known)
+      return known;
+  if (unknown.size() > 64) // too far from every known name; spare the quadratic distance
+    return {};
+  std::string_view best;
+  size_t bestDistance = 4;
+  for (std::string_view known : allKnownNames()) {
+    size_t distance = editDistance(unknown, known);
+    if (distance < bestDistance && distance * 3 <= known.size()) {
+      best = known;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/// Checks and fetches the tensors of one file against one expectation.
+class Resolver {
+public:
+  Resolver(const TensorMap &tensors, const WeightExpectation &expected, std::string_view file)
+      : tensors_(tensors), expected_(expected), file_(file) {}
+
+  Expected<LayerWeights> run() {
+    for (const ProjectionShape *p : {&expected_.q, &expected_.k, &expected_.v, &expected_.o})
+      if (p->outFeatures <= 0 || p->inFeatures <= 0 ||
+          !checkedElementCount({p->outFeatures, p->inFeatures}))
+        return Error{file_ + ": invalid expected weight shape " +
+                     formatShape({p->outFeatures, p->inFeatures})};
+
+    // One naming scheme or the other, never a mix: which of two `q` weights would win?
+    const std::string *native =
+        firstPresent({kWeightNames[0], kWeightNames[1], kWeightNames[2], kWeightNames[3],
+                      kBiasNames[0], kBiasNames[1], kBiasNames[2], kBiasNames[3]});
+    const std::string *pytorch =
+        firstPresent({kInProjWeight, kInProjBias, kOutProjWeight, kOutProjBias});
+    if (native && pytorch)
+      return Error{file_ + ": tensors " + quoteName(*native) + " and " + quoteName(*pytorch) +
+                   " mix two naming schemes (use either q_proj/k_proj/v_proj/o_proj or "
+                   "in_proj/out_proj names)"};
+
+    if (std::optional<Error> error = checkUnknown())
+      return *error;
+    if (!expected_.hasBias)
+      for (const auto &[name, tensor] : tensors_)
+        if (isBiasName(name))
+          return Error{file_ + ": unexpected tensor " + quoteName(name) +
+                       ": the layer has no biases (bias = false)"};
+
+    LayerWeights weights;
+    if (pytorch) {
+      if (!fetchPyTorch(weights))
+        return Error{error_};
+      return weights;
+    }
+    Projection *projections[4] = {&weights.q, &weights.k, &weights.v, &weights.o};
+    const ProjectionShape *shapes[4] = {&expected_.q, &expected_.k, &expected_.v, &expected_.o};
+    for (size_t i = 0; i < 4; ++i) {
+      std::optional<HostTensor> weight =
+          fetch(kWeightNames[i], {shapes[i]->outFeatures, shapes[i]->inFeatures});
+      if (!weight)
+        return Error{error_};
+      projections[i]->weight = std::move(*weight);
+      if (expected_.hasBias) {
+        projections[i]->bias = fetch(kBiasNames[i], {shapes[i]->outFeatures});
+        if (!projections[i]->bias)
+          return Error{error_};
+      }
+    }
+    return weights;
+  }
+
+private:
+  /// The first of `names` present in the file, or null.
+  const std::string *firstPresent(std::initializer_list<std::string_view> names) const {
+    for (std::string_view name : names)
+      if (auto it = tensors_.find(name); it != tensors_.end())
+        return &it->first;
+    return nullptr;
+  }
+
+  /// Lists (some of) the tensors no scheme knows, with hints.
+  std::optional<Error> checkUnknown() const {
+    std::vector<std::string_view> known = allKnownNames();
+    std::vector<std::string> unknown;
+    size_t count = 0;
+    for (const auto &entry : tensors_) {
+      const std::string &name = entry.first;
+      if (std::find(known.begin(), known.end(), name) != known.end())
+        continue;
+      if (++count > 4)
+        continue;
+      std::string text = quoteName(name);
+      if (std::string_view hint = suggest(name); !hint.empty())
+        text += " (did you mean " + quoteName(hint) + "?)";
+      unknown.push_back(std::move(text));
+    }
+    if (count == 0)
+      return std::nullopt;
+    std::string message = file_ + (count == 1 ? ": unexpected tensor " : ": unexpected tensors ");
+    for (size_t i = 0; i < unknown.size(); ++i)
+      message += (i == 0 ? "" : ", ") + unknown[i];
+    if (count > unknown.size())
+      message += " and " + std::to_string(count - unknown.size()) + " more";
+    return Error{message};
+  }
+
+  /// The tensor `name` of exactly `shape`, as F32; nullopt with error_ set otherwise.
+  std::optional<HostTensor> fetch(std::string_view name, const std::vector<int64_t> &shape) {
+    auto it = tensors_.find(name);
+    std::string tensor = file_ + ": tensor " + quoteName(name);
+    if (it == tensors_.end()) {
+      error_ = file_ + ": missing tensor " + quoteName(name) + " (expected shape " +
+               formatShape(shape) + ")";
+      return std::nullopt;
+    }
+    const HostTensor &found = it->second;
+    bool dtypeOk =
+        found.dtype == DType::F32 || (found.dtype == DType::BF16 && expected_.dtype == DType::BF16);
+    if (!dtypeOk) {
+      error_ = tensor + " has dtype " + dtypeName(found.dtype) + ", expected " +
+               (expected_.dtype == DType::BF16 ? "BF16 or F32" : "F32");
+      if (found.dtype == DType::BF16)
+        error_ += " (BF16 weights need a layer with dtype = bf16)";
+      return std::nullopt;
+    }
+    if (found.shape != shape) {
+      error_ =
+          tensor + " has shape " + formatShape(found.shape) + ", expected " + formatShape(shape);
+      return std::nullopt;
+    }
+    if (!found.isConsistent()) {
+      error_ = tensor + " holds " + std::to_string(found.size()) + " elements for shape " +
+               formatShape(found.shape);
+      return std::nullopt;
+    }
+    HostTensor result = HostTensor::makeF32(found.shape, found.toFloat());
+    return result;
+  }
+
+  /// PyTorch's packed q, k, v: rows [0, D) of in_proj_weight are Wq, [D, 2D) Wk, [2D, 3D) Wv.
+  bool fetchPyTorch(LayerWeights &weights) {
+    int64_t d = expected_.q.outFeatures;
+    for (const ProjectionShape *p : {&expected_.q, &expected_.k, &expected_.v, &expected_.o}) {
+      if (p->outFeatures != d || p->inFeatures != d) {
+        error_ = file_ + ": PyTorch's 'in_proj_weight' names fit only self-attention with "
+                         "heads * head_dim = model_dim and kv_heads = heads; name the tensors "
+                         "q_proj.weight, k_proj.weight, v_proj.weight and o_proj.weight";
+        return false;
+      }
+    }
+    if (d > std::numeric_limits<int64_t>::max() / 3) {
+      error_ = file_ + ": invalid expected weight shape";
+      return false;
+    }
+    std::optional<HostTensor> inWeight = fetch(kInProjWeight, {3 * d, d});
+    if (!inWeight)
+      return false;
+    std::optional<HostTensor> inBias;
+    if (expected_.hasBias && !(inBias = fetch(kInProjBias, {3 * d})))
+      return false;
+    std::optional<HostTensor> outWeight = fetch(kOutProjWeight, {d, d});
+    if (!outWeight)
+      return false;
+    if (expected_.hasBias && !(weights.o.bias = fetch(kOutProjBias, {d})))
+      return false;
+    weights.o.weight = std::move(*outWeight);
+
+    auto slice = [](const HostTensor &packed, size_t part, std::vector<int64_t> shape) {
+      size_t count = static_cast<size_t>(*checkedElementCount(shape));
+      auto begin = packed.f32.begin() + static_cast<std::ptrdiff_t>(part * count);
+      return HostTensor::makeF32(std::move(shape), std::vector<float>(begin, begin + count));
+    };
+    Projection *parts[3] = {&weights.q, &weights.k, &weights.v};
+    for (size_t i = 0; i < 3; ++i) {
+      parts[i]->weight = slice(*inWeight, i, {d, d});
+      if (expected_.hasBias)
+        parts[i]->bias = slice(*inBias, i, {d});
+    }
+    weights.fromPyTorchNames = true;
+    return true;
+  }
+
+  const TensorMap &tensors_;
+  const WeightExpectation &expected_;
+  std::string file_;
+  std::string error_;
+};
+
+} // namespace
+
+Expected<LayerWeights> resolveWeights(const TensorMap &tensors, const WeightExpectation &expected,
+                                      std::string_view fileName) {
+  return Resolver(tensors, expected, fileName).run();
+}
+
+Expected<LayerWeights> loadWeightsFile(const std::string &path, const WeightExpectation &expected) {
+  Expected<TensorMap> tensors = readSafetensorsFile(path);
+  if (!tensors)
+    return Error{tensors.error()};
+  return resolveWeights(*tensors, expected, path);
+}
+
+} // namespace mhac::io

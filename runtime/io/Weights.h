@@ -1,0 +1,63 @@
+//===- Weights.h - a layer's projection weights by SPEC names ---*- C++ -*-===//
+//
+// Part of mhac. SPEC section 4 names a layer's weights `q_proj.weight`, `q_proj.bias`, ...,
+// `o_proj.bias`, or, for self-attention whose projections are all [D, D], PyTorch's
+// `nn.MultiheadAttention` names `in_proj_weight` [3D, D], `in_proj_bias` [3D], `out_proj.weight`
+// and `out_proj.bias`. Resolution checks the tensors against the shapes the compiled layer
+// expects, so that a missing, misnamed, extra or misshaped tensor is an error naming it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHAC_RUNTIME_IO_WEIGHTS_H
+#define MHAC_RUNTIME_IO_WEIGHTS_H
+
+#include "runtime/io/Safetensors.h"
+#include "runtime/io/Tensor.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace mhac::io {
+
+/// The shape of one linear map y = x·Wᵀ + b: W is [outFeatures, inFeatures], b is [outFeatures].
+struct ProjectionShape {
+  int64_t outFeatures = 0;
+  int64_t inFeatures = 0;
+};
+
+/// What a compiled layer expects (SPEC section 2): Wq [H·Dh, D], Wk and Wv [Hkv·Dh, kv_dim],
+/// Wo [D, H·Dh].
+struct WeightExpectation {
+  ProjectionShape q, k, v, o;
+  /// Whether the layer has biases (`bias = true`); without, bias tensors are errors.
+  bool hasBias = true;
+  /// The layer's dtype. F32 layers take F32 weights; BF16 layers take BF16 or F32 weights.
+  DType dtype = DType::F32;
+};
+
+/// One projection's tensors, always F32 (BF16 weights widened exactly, so that rounding them
+/// back to bf16 gives the file's bits).
+struct Projection {
+  HostTensor weight;
+  std::optional<HostTensor> bias; ///< present exactly when the layer has biases
+};
+
+struct LayerWeights {
+  Projection q, k, v, o;
+  /// True when the file used PyTorch's in_proj/out_proj names.
+  bool fromPyTorchNames = false;
+};
+
+/// Picks and checks the weights of a layer from `tensors`, read from the file `fileName` (used in
+/// messages). Every tensor must be used: unknown names are errors, with a "did you mean" hint
+/// when a name is a near miss (`q_proj.weigth`) or carries a prefix (`attn.q_proj.weight`).
+Expected<LayerWeights> resolveWeights(const TensorMap &tensors, const WeightExpectation &expected,
+                                      std::string_view fileName);
+
+/// Reads the `.safetensors` file at `path` and resolves its weights.
+Expected<LayerWeights> loadWeightsFile(const std::string &path, const WeightExpectation &expected);
+
+} // namespace mhac::io
+
+#endif // MHAC_RUNTIME_IO_WEIGHTS_H

@@ -1,0 +1,204 @@
+/*===- ThreadPool.c - the default implementation of parallel loops --------===*
+ *
+ * Part of mhac.
+ *
+ * A persistent pool: workers sleep on a condition variable between loops and claim iterations
+ * from an atomic counter during one, so a loop costs one broadcast and a few atomic operations
+ * rather than thread creation. The calling thread works too, and waits for stragglers by
+ * spinning briefly, then sleeping. One loop runs at a time (loops from several application
+ * threads are serialized); a loop started inside an iteration runs inline, which also makes
+ * nesting safe.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#define _GNU_SOURCE /* sched_getaffinity */
+
+#include "mhac/runtime.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Upper bound on threads, so that a mistaken MHAC_NUM_THREADS cannot exhaust the process. */
+enum { kMaxThreads = 256 };
+
+typedef struct Pool {
+  pthread_mutex_t mutex;      /* guards everything below but the atomics */
+  pthread_cond_t wake;        /* workers wait here for a loop (or for shutdown) */
+  pthread_cond_t done;        /* the caller waits here for the last worker */
+  pthread_mutex_t submission; /* one loop at a time */
+  pthread_t workers[kMaxThreads];
+  int32_t numWorkers;  /* threads besides the caller */
+  int32_t wanted;      /* threads requested, caller included; 0 = default */
+  uint64_t generation; /* bumped for every loop, so workers tell a new loop from the last */
+  int shutdown;
+
+  /* The loop being run. */
+  mhac_task task;
+  void *closure;
+  int64_t count;
+  atomic_int_least64_t next;   /* next iteration to claim */
+  atomic_int_least32_t active; /* workers still inside the loop */
+  atomic_int_least32_t status; /* first failure, or MHAC_OK */
+} Pool;
+
+static Pool pool = {
+    .mutex = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+    .done = PTHREAD_COND_INITIALIZER,
+    .submission = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static mhac_parallel_for_fn custom;
+static void *customUser;
+
+/* Set while a thread runs iterations of the default pool: nested loops then run inline. */
+static _Thread_local int insideLoop;
+
+static int32_t defaultThreads(void) {
+  const char *text = getenv("MHAC_NUM_THREADS");
+  if (text && *text) {
+    char *end = NULL;
+    long value = strtol(text, &end, 10);
+    if (end && *end == '\0' && value >= 1)
+      return value > kMaxThreads ? kMaxThreads : (int32_t)value;
+  }
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    int cpus = CPU_COUNT(&set);
+    if (cpus >= 1)
+      return cpus > kMaxThreads ? kMaxThreads : cpus;
+  }
+  return 1;
+}
+
+/* Claims and runs iterations until none is left. */
+static void runIterations(void) {
+  int previous = insideLoop;
+  insideLoop = 1;
+  for (;;) {
+    int64_t index = atomic_fetch_add_explicit(&pool.next, 1, memory_order_relaxed);
+    if (index >= pool.count)
+      break;
+    int32_t status = pool.task(pool.closure, index);
+    if (status != MHAC_OK) {
+      int32_t expected = MHAC_OK;
+      atomic_compare_exchange_strong(&pool.status, &expected, status);
+    }
+  }
+  insideLoop = previous;
+}
+
+/* `start` is the generation when the worker was created: any later one is a loop to join. */
+static void *workerMain(void *start) {
+  uint64_t seen = (uint64_t)(uintptr_t)start;
+  pthread_mutex_lock(&pool.mutex);
+  for (;;) {
+    while (!pool.shutdown && pool.generation == seen)
+      pthread_cond_wait(&pool.wake, &pool.mutex);
+    if (pool.shutdown)
+      break;
+    seen = pool.generation;
+    pthread_mutex_unlock(&pool.mutex);
+    runIterations();
+    pthread_mutex_lock(&pool.mutex);
+    if (atomic_fetch_sub(&pool.active, 1) == 1)
+      pthread_cond_signal(&pool.done);
+  }
+  pthread_mutex_unlock(&pool.mutex);
+  return NULL;
+}
+
+static void stopWorkers(void) {
+  pthread_mutex_lock(&pool.mutex);
+  pool.shutdown = 1;
+  pthread_cond_broadcast(&pool.wake);
+  pthread_mutex_unlock(&pool.mutex);
+  for (int32_t i = 0; i < pool.numWorkers; ++i)
+    pthread_join(pool.workers[i], NULL);
+  pool.numWorkers = 0;
+  pool.shutdown = 0;
+}
+
+/* Starts or stops workers so that the pool has `threads` threads, caller included. Called with
+ * `submission` held. A worker that cannot be created just leaves the pool smaller. */
+static void resize(int32_t threads) {
+  if (pool.numWorkers == threads - 1)
+    return;
+  stopWorkers();
+  for (int32_t i = 0; i < threads - 1; ++i) {
+    void *start = (void *)(uintptr_t)pool.generation;
+    if (pthread_create(&pool.workers[i], NULL, workerMain, start) != 0)
+      break;
+    pool.numWorkers = i + 1;
+  }
+}
+
+static int32_t poolParallelFor(mhac_task task, void *closure, int64_t count) {
+  if (count <= 0)
+    return MHAC_OK;
+  if (!task)
+    return MHAC_ERROR_INVALID_ARGUMENT;
+  if (insideLoop || count == 1) {
+    for (int64_t i = 0; i < count; ++i) {
+      int32_t status = task(closure, i);
+      if (status != MHAC_OK)
+        return status;
+    }
+    return MHAC_OK;
+  }
+
+  pthread_mutex_lock(&pool.submission);
+  resize(pool.wanted > 0 ? pool.wanted : defaultThreads());
+  pool.task = task;
+  pool.closure = closure;
+  pool.count = count;
+  atomic_store(&pool.next, 0);
+  atomic_store(&pool.status, MHAC_OK);
+  atomic_store(&pool.active, pool.numWorkers);
+  if (pool.numWorkers > 0) {
+    pthread_mutex_lock(&pool.mutex);
+    ++pool.generation;
+    pthread_cond_broadcast(&pool.wake);
+    pthread_mutex_unlock(&pool.mutex);
+  }
+
+  runIterations();
+
+  /* Workers finish their last iteration; most loops end here without sleeping. */
+  for (int spin = 0; spin < 4000 && atomic_load(&pool.active) > 0; ++spin)
+    sched_yield();
+  pthread_mutex_lock(&pool.mutex);
+  while (atomic_load(&pool.active) > 0)
+    pthread_cond_wait(&pool.done, &pool.mutex);
+  pthread_mutex_unlock(&pool.mutex);
+
+  int32_t status = atomic_load(&pool.status);
+  pthread_mutex_unlock(&pool.submission);
+  return status;
+}
+
+int32_t mhac_parallel_for(mhac_task task, void *closure, int64_t count) {
+  if (custom)
+    return custom(customUser, task, closure, count);
+  return poolParallelFor(task, closure, count);
+}
+
+void mhac_set_parallel_for(mhac_parallel_for_fn fn, void *user) {
+  custom = fn;
+  customUser = user;
+}
+
+int32_t mhac_set_num_threads(int32_t count) {
+  if (count < 0)
+    return MHAC_ERROR_INVALID_ARGUMENT;
+  pthread_mutex_lock(&pool.submission);
+  pool.wanted = count > kMaxThreads ? kMaxThreads : count;
+  pthread_mutex_unlock(&pool.submission);
+  return MHAC_OK;
+}
+
+int32_t mhac_get_num_threads(void) { return pool.wanted > 0 ? pool.wanted : defaultThreads(); }

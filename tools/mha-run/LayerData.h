@@ -1,0 +1,67 @@
+//===- LayerData.h - the tensors one run of a layer needs -------*- C++ -*-===//
+//
+// Part of mhac.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHAC_TOOLS_MHA_RUN_LAYERDATA_H
+#define MHAC_TOOLS_MHA_RUN_LAYERDATA_H
+
+#include "runtime/reference/ReferenceAttention.h"
+#include "tools/mha-run/Options.h"
+
+#include "mhac/runtime.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mhac {
+
+/// Inputs and weights of one call, as float32 (already rounded to bf16 for bf16 layers, so that
+/// the reference sees exactly what the layer sees), with the resolved sizes.
+struct LayerData {
+  reference::LayerShape shape;
+  std::vector<float> x, memory;
+  std::vector<float> wq, bq, wk, bk, wv, bv, wo, bo;
+  std::vector<int32_t> kvLens;
+
+  size_t outputSize() const { return size_t(shape.batch * shape.seq * shape.modelDim); }
+};
+
+/// Random data (inputs in [-1, 1], weights in +-1/sqrt(fan-in) as PyTorch initializes them;
+/// kv_lens gives batch entry 0 every key and entry 1 none). Sizes come from the layer or the
+/// options. Returns false after printing one error line.
+bool makeRandomData(const mhac_layer &layer, const RunOptions &options, LayerData &data);
+
+/// Data from --weights, --input, --memory and --kv-lens, checked against the layer: every
+/// mismatch is one error line naming the file. Returns false after printing it.
+bool readDataFiles(const mhac_layer &layer, const RunOptions &options, LayerData &data);
+
+/// Runs the layer on `data` and returns the output as float32.
+class LayerCall {
+public:
+  LayerCall(const mhac_layer &layer, const LayerData &data);
+
+  /// One call; returns its mhac_status.
+  int32_t run();
+  /// The output of the last call.
+  std::vector<float> output() const;
+  mhac_sizes sizes() const { return sizes_; }
+
+private:
+  const mhac_layer &layer_;
+  std::vector<std::vector<uint16_t>> bf16_; ///< bf16 copies of the inputs of a bf16 layer
+  std::vector<const void *> inputs_;
+  std::vector<float> out_;
+  std::vector<uint16_t> outBF16_;
+  std::vector<void *> pointers_;
+  mhac_sizes sizes_;
+};
+
+/// The float64 reference output for `data`.
+std::vector<double> referenceOutput(const LayerData &data);
+
+} // namespace mhac
+
+#endif // MHAC_TOOLS_MHA_RUN_LAYERDATA_H

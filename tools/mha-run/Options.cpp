@@ -1,0 +1,166 @@
+//===- Options.cpp - the command line of mha-run --------------------------===//
+//
+// Part of mhac.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/mha-run/Options.h"
+
+#include <fmt/format.h>
+
+#include <string_view>
+
+namespace mhac {
+
+static const char *kHelp = R"(mha-run: run a layer compiled by 'mhac compile --shared'
+
+usage:
+  mha-run MODULE.so [--layer NAME] --weights W.safetensors --input X.npy [--memory M.npy]
+          [--kv-lens L.npy] --output Y.npy [--threads N] [--check] [--bench N]
+  mha-run MODULE.so [--layer NAME] --check [sizes] [--seed N] [--threads N]
+  mha-run MODULE.so [--layer NAME] --bench N [sizes] [--seed N] [--threads N]
+  mha-run MODULE.so --list
+
+  --layer NAME        the layer to run (needed when the module has several)
+  --weights FILE      .safetensors with q_proj.weight, q_proj.bias, ..., o_proj.bias, or
+                      PyTorch's in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias
+  --input FILE        x, float32 .npy of shape [batch, seq, model_dim]
+  --memory FILE       cross-attention only: float32 .npy of shape [batch, kv_seq, kv_dim]
+  --kv-lens FILE      layers with kv_lens: int32 .npy of shape [batch]
+  --output FILE       where to write the result, float32 .npy of shape [batch, seq, model_dim];
+                      written to a temporary file and renamed, never left half-written
+  --check             compare the result with the float64 reference (on random data unless
+                      files are given); prints the error, max |out - ref| / max |ref|, and exits
+                      1 past the tolerance of the layer's dtype (1e-4 for f32, 2e-2 for bf16)
+  --bench N           after one warm-up call, time N calls; prints the median, min and max time
+                      per call, the GFLOP/s at the median, and the fraction of the machine's
+                      peak when MHAC_PEAK_GFLOPS gives it
+  --batch N, --seq N, --kv-seq N
+                      sizes of the dimensions the layer declares '?' (files give them too)
+  --threads N         threads of the runtime's pool (default: MHAC_NUM_THREADS, else all CPUs)
+  --seed N            seed of the random data (default 1)
+  --list              list the layers of the module
+
+bf16 layers take float32 inputs, round them to bf16, and write float32 outputs.
+)";
+
+static int usageError(const std::string &message) {
+  fmt::print(stderr, "mha-run: error: {}\nrun 'mha-run --help' for usage\n", message);
+  return 2;
+}
+
+/// Parses a positive decimal integer, rejecting signs, trailing text and overflow.
+static std::optional<long> parsePositive(std::string_view text) {
+  if (text.empty() || text.size() > 12)
+    return std::nullopt;
+  long value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9')
+      return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  if (value < 1)
+    return std::nullopt;
+  return value;
+}
+
+std::optional<RunOptions> parseRunOptions(int argc, char **argv, int &status) {
+  RunOptions options;
+  status = 2;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    auto value = [&]() -> std::optional<std::string> {
+      if (i + 1 >= argc) {
+        usageError(fmt::format("{} needs a value", arg));
+        return std::nullopt;
+      }
+      return std::string(argv[++i]);
+    };
+    auto path = [&](std::string &into) {
+      std::optional<std::string> text = value();
+      if (text)
+        into = *text;
+      return text.has_value();
+    };
+    auto positive = [&](std::optional<long> &into) {
+      std::optional<std::string> text = value();
+      if (!text)
+        return false;
+      into = parsePositive(*text);
+      if (!into)
+        usageError(fmt::format("{} needs a positive integer, got '{}'", arg, *text));
+      return into.has_value();
+    };
+
+    bool ok = true;
+    if (arg == "--help" || arg == "-h") {
+      fmt::print("{}", kHelp);
+      status = 0;
+      return std::nullopt;
+    } else if (arg == "--check") {
+      options.check = true;
+    } else if (arg == "--list") {
+      options.list = true;
+    } else if (arg == "--layer") {
+      ok = path(options.layer);
+    } else if (arg == "--weights") {
+      ok = path(options.weightsPath);
+    } else if (arg == "--input") {
+      ok = path(options.inputPath);
+    } else if (arg == "--memory") {
+      ok = path(options.memoryPath);
+    } else if (arg == "--kv-lens") {
+      ok = path(options.kvLensPath);
+    } else if (arg == "--output") {
+      ok = path(options.outputPath);
+    } else if (arg == "--bench") {
+      ok = positive(options.bench);
+    } else if (arg == "--batch") {
+      ok = positive(options.batch);
+    } else if (arg == "--seq") {
+      ok = positive(options.seq);
+    } else if (arg == "--kv-seq") {
+      ok = positive(options.kvSeq);
+    } else if (arg == "--threads") {
+      ok = positive(options.threads);
+    } else if (arg == "--seed") {
+      std::optional<long> seed;
+      ok = positive(seed);
+      if (ok)
+        options.seed = static_cast<unsigned>(*seed);
+    } else if (!arg.empty() && arg[0] == '-') {
+      usageError(fmt::format("unknown option '{}'", arg));
+      return std::nullopt;
+    } else if (options.modulePath.empty()) {
+      options.modulePath = std::string(arg);
+    } else {
+      usageError(fmt::format("more than one module ('{}' and '{}')", options.modulePath, arg));
+      return std::nullopt;
+    }
+    if (!ok)
+      return std::nullopt;
+  }
+
+  if (options.modulePath.empty()) {
+    usageError("no module given");
+    return std::nullopt;
+  }
+  bool anyFile = !options.weightsPath.empty() || !options.inputPath.empty() ||
+                 !options.memoryPath.empty() || !options.kvLensPath.empty() ||
+                 !options.outputPath.empty();
+  if (anyFile && (options.weightsPath.empty() || options.inputPath.empty())) {
+    usageError("running on files needs both --weights and --input");
+    return std::nullopt;
+  }
+  if (options.fileMode() && options.outputPath.empty() && !options.check && !options.bench) {
+    usageError("nothing to do with the files: give --output FILE (or --check, --bench N)");
+    return std::nullopt;
+  }
+  if (!options.list && !options.fileMode() && !options.check && !options.bench) {
+    usageError("nothing to do: give --weights and --input, --check, --bench N or --list");
+    return std::nullopt;
+  }
+  return options;
+}
+
+} // namespace mhac

@@ -1,0 +1,38 @@
+//===- Options.h - the command line of mha-run ------------------*- C++ -*-===//
+//
+// Part of mhac.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHAC_TOOLS_MHA_RUN_OPTIONS_H
+#define MHAC_TOOLS_MHA_RUN_OPTIONS_H
+
+#include <optional>
+#include <string>
+
+namespace mhac {
+
+struct RunOptions {
+  std::string modulePath;
+  std::string layer;
+  // File mode.
+  std::string weightsPath, inputPath, memoryPath, kvLensPath, outputPath;
+  // Modes on random (or file) data.
+  bool check = false;
+  bool list = false;
+  std::optional<long> bench;
+  // Sizes of '?' dimensions, threads, seed.
+  std::optional<long> batch, seq, kvSeq;
+  std::optional<long> threads;
+  unsigned seed = 1;
+
+  bool fileMode() const { return !inputPath.empty(); }
+};
+
+/// Parses the command line. Returns nothing after printing help (status 0) or a usage error
+/// (status 2) into `status`.
+std::optional<RunOptions> parseRunOptions(int argc, char **argv, int &status);
+
+} // namespace mhac
+
+#endif // MHAC_TOOLS_MHA_RUN_OPTIONS_H
