@@ -10,7 +10,9 @@ packages=(
   # Build tools and libraries.
   cmake ninja-build ccache libfmt-dev libgtest-dev python3
   # The C compiler driver links shared libraries (mhac compile --shared) and the C examples.
-  gcc libc6-dev
+  gcc libc6-dev pkg-config
+  # PyTorch (for the tests that compare with nn.MultiheadAttention) and NumPy, for the system Python.
+  python3-torch python3-numpy
 )
 
 missing=()

@@ -17,11 +17,25 @@ config.test_exec_root = os.path.join(config.mhac_obj_root, "tests", "lit")
 
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%mhac_src", config.mhac_src_root))
+config.substitutions.append(("%mhac_obj_root", config.mhac_obj_root))
+config.substitutions.append(("%mha_run", os.path.join(config.mhac_tools_dir, "mha-run")))
 config.substitutions.append(("%fuzz_seconds", str(config.fuzz_seconds)))
 config.substitutions.append(("%mhac_lib_dir", os.path.join(config.mhac_obj_root, "lib")))
 
 if config.fuzzers_enabled:
     config.available_features.add("fuzzers")
+
+# PyTorch, for comparisons with nn.MultiheadAttention: Debian's python3-torch belongs to the
+# system Python, which may not be the first python3 on PATH.
+import subprocess
+for python in ["/usr/bin/python3", "python3"]:
+    try:
+        if subprocess.run([python, "-c", "import torch, numpy"], capture_output=True).returncode == 0:
+            config.available_features.add("torch")
+            config.substitutions.append(("%torch_python", python))
+            break
+    except OSError:
+        pass
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tools = ["mhac", "mhac-opt", "mha-run"] + [

@@ -20,6 +20,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include <unistd.h>
+
 using namespace mhac;
 
 namespace {
@@ -67,13 +69,15 @@ void bench(LayerCall &call, const mhac_layer &layer, long calls) {
   std::vector<double> seconds;
   auto start = Clock::now(), lastReport = start;
   bool reported = false;
+  bool interactive = isatty(STDERR_FILENO);
   for (long i = 0; i < calls; ++i) {
     auto before = Clock::now();
     call.run();
     auto after = Clock::now();
     seconds.push_back(std::chrono::duration<double>(after - before).count());
-    // A progress line once the benchmark has run for a second, refreshed twice a second.
-    if (after - start > std::chrono::seconds(1) &&
+    // A progress line on a terminal once the benchmark has run for a second, refreshed twice
+    // a second.
+    if (interactive && after - start > std::chrono::seconds(1) &&
         after - lastReport > std::chrono::milliseconds(500)) {
       fmt::print(stderr, "\rmha-run: {}/{} calls", i + 1, calls);
       lastReport = after;
