@@ -140,30 +140,6 @@ void computeLayer(const LayerShape &shape, const LayerTensors &tensors, double *
   std::memcpy(out, o.data(), o.size() * sizeof(double));
 }
 
-double layerFlops(const LayerShape &shape) {
-  const Sizes z = resolveSizes(shape);
-  const double qWidth = static_cast<double>(z.H * z.Dh);
-  const double kvWidth = static_cast<double>(z.Hkv * z.Dh);
-
-  double pairs = static_cast<double>(z.S) * static_cast<double>(z.Skv);
-  if (shape.causal) {
-    pairs = 0;
-    for (int64_t i = 0; i < z.S; ++i)
-      pairs += static_cast<double>(unmaskedKeys(z, /*causal=*/true, /*kvLens=*/nullptr, 0, i));
-  }
-
-  const double B = static_cast<double>(z.B);
-  const double S = static_cast<double>(z.S);
-  const double Skv = static_cast<double>(z.Skv);
-  const double D = static_cast<double>(z.D);
-  const double kvDim = static_cast<double>(z.kvDim);
-  const double qProj = 2 * B * S * D * qWidth;
-  const double kvProj = 2 * 2 * B * Skv * kvDim * kvWidth;
-  const double oProj = 2 * B * S * qWidth * D;
-  const double attention = 4 * B * static_cast<double>(z.H) * pairs * static_cast<double>(z.Dh);
-  return qProj + kvProj + oProj + attention;
-}
-
 double relativeError(const float *got, const double *ref, size_t count) {
   double maxError = 0.0;
   double maxRef = 0.0;
@@ -174,23 +150,6 @@ double relativeError(const float *got, const double *ref, size_t count) {
     maxRef = std::max(maxRef, std::abs(ref[n]));
   }
   return maxError / (maxRef == 0.0 ? 1.0 : maxRef);
-}
-
-float roundToBF16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  if (std::isnan(value)) {
-    // Truncating could clear every payload bit and leave an infinity: set the quiet bit instead.
-    bits = (bits | 0x00400000u) & 0xffff0000u;
-  } else {
-    // Adding 0x7fff plus the lowest kept bit rounds to nearest, ties to even; a carry out of the
-    // mantissa correctly bumps the exponent, up to infinity.
-    bits += 0x7fffu + ((bits >> 16) & 1u);
-    bits &= 0xffff0000u;
-  }
-  float rounded;
-  std::memcpy(&rounded, &bits, sizeof(rounded));
-  return rounded;
 }
 
 } // namespace mhac::reference

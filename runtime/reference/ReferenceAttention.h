@@ -64,26 +64,11 @@ struct LayerTensors {
 /// holds (SPEC asks for |s| up to 1e4) neither overflow nor underflow to 0/0.
 void computeLayer(const LayerShape &shape, const LayerTensors &tensors, double *out);
 
-/// Floating-point operations of one call, counting a multiply-add as 2 and nothing else:
-///   q:         2 * B * S * D * (H*Dh)
-///   k and v:   2 * 2 * B * Skv * kv_dim * (Hkv*Dh)
-///   o:         2 * B * S * (H*Dh) * D
-///   attention: 4 * B * H * P * Dh   (2 for q.k and 2 for p.v per unmasked (query, key) pair)
-/// where P is the number of (i, j) pairs that `causal` leaves unmasked: S * Skv without causal,
-/// otherwise the sum over i of clamp(i + Skv - S + 1, 0, Skv) (S*(S+1)/2 when S == Skv). Bias
-/// additions, the scale, the softmax and `kv_lens` (a run-time value) are not counted.
-double layerFlops(const LayerShape &shape);
-
 /// The error measure of SPEC section 2: max |got - ref| / max |ref|, with a denominator of 1 when
 /// every |ref| is 0 (the error is then absolute). Returns +inf if any entry of `got` (or of `ref`)
 /// is NaN or infinite, so that NaN never passes a `<=` tolerance check; returns 0 when `count`
 /// is 0.
 double relativeError(const float *got, const double *ref, size_t count);
-
-/// Rounds `value` to the nearest bfloat16 (round to nearest, ties to even) and returns it widened
-/// back to float: what a bf16 layer's inputs become. Infinities stay infinite, finite values past
-/// the largest bf16 round to infinity, and NaN stays NaN (quietened, sign kept).
-float roundToBF16(float value);
 
 } // namespace mhac::reference
 

@@ -658,42 +658,6 @@ TEST(ReferenceAttention, RealisticShapeIsPermutationEquivariant) {
 }
 
 //===----------------------------------------------------------------------===//
-// layerFlops
-//===----------------------------------------------------------------------===//
-
-TEST(LayerFlops, BertBase) {
-  // 8 * 128 * 768 * 768 for the four projections plus 4 * 12 * 128 * 128 * 64 for attention.
-  EXPECT_EQ(layerFlops(selfShape(1, 128, 768, 12, 64)), 603979776.0 + 50331648.0);
-  EXPECT_EQ(layerFlops(selfShape(3, 128, 768, 12, 64)), 3 * (603979776.0 + 50331648.0));
-}
-
-TEST(LayerFlops, CrossGroupedQuery) {
-  // B=2, S=3, Skv=5, D=8, kv_dim=6, H=4, Hkv=2, Dh=3:
-  // q 2*2*3*8*12 = 1152, k and v 4*2*5*6*6 = 1440, o 1152, attention 4*2*4*15*3 = 1440.
-  LayerShape shape = crossShape(2, 3, 5, 8, 6, 4, 3);
-  shape.kvHeads = 2;
-  EXPECT_EQ(layerFlops(shape), 1152.0 + 1440.0 + 1152.0 + 1440.0);
-}
-
-TEST(LayerFlops, CausalCountsUnmaskedPairs) {
-  // B=1, D=2, H=1, Dh=1, S=Skv=4: projections 16 + 32 + 16 = 64; pairs 1+2+3+4 = 10 of 16.
-  LayerShape square = selfShape(1, 4, 2, 1, 1);
-  EXPECT_EQ(layerFlops(square), 64.0 + 4 * 16.0);
-  square.causal = true;
-  EXPECT_EQ(layerFlops(square), 64.0 + 4 * 10.0);
-
-  // S=2, Skv=4: rows see 3 and 4 keys. Projections: q 8, k and v 32, o 8.
-  LayerShape fewer = crossShape(1, 2, 4, 2, 2, 1, 1);
-  fewer.causal = true;
-  EXPECT_EQ(layerFlops(fewer), 48.0 + 4 * 7.0);
-
-  // S=4, Skv=2: rows see 0, 0, 1 and 2 keys. Projections: q 16, k and v 16, o 16.
-  LayerShape more = crossShape(1, 4, 2, 2, 2, 1, 1);
-  more.causal = true;
-  EXPECT_EQ(layerFlops(more), 48.0 + 4 * 3.0);
-}
-
-//===----------------------------------------------------------------------===//
 // relativeError
 //===----------------------------------------------------------------------===//
 
@@ -730,84 +694,6 @@ TEST(RelativeError, NonFiniteNeverPasses) {
   const float got[] = {1.0f, 2.0f};
   const double nanRef[] = {1.0, std::numeric_limits<double>::quiet_NaN()};
   EXPECT_EQ(relativeError(got, nanRef, 2), inf);
-}
-
-//===----------------------------------------------------------------------===//
-// roundToBF16
-//===----------------------------------------------------------------------===//
-
-float fromBits(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
-
-uint32_t toBits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
-
-TEST(RoundToBF16, KeepsRepresentableValues) {
-  for (float value :
-       {0.0f, 1.0f, -1.0f, 1.5f, -3.25f, 0.0078125f, 65536.0f, 1.0f + 0x1p-7f,
-        fromBits(0x7f7f0000u) /* largest bf16 */, fromBits(0x00010000u) /* denormal */,
-        std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()})
-    EXPECT_EQ(toBits(roundToBF16(value)), toBits(value)) << value;
-  EXPECT_TRUE(std::signbit(roundToBF16(-0.0f)));
-}
-
-TEST(RoundToBF16, RoundsToNearestTiesToEven) {
-  // bf16 keeps 7 mantissa bits: the spacing at 1 is 2^-7.
-  EXPECT_EQ(roundToBF16(1.0f + 0x1p-8f), 1.0f);                      // tie, down to even
-  EXPECT_EQ(roundToBF16(1.0f + 3 * 0x1p-8f), 1.0f + 0x1p-6f);        // tie, up to even
-  EXPECT_EQ(roundToBF16(1.0f + 0x1p-8f + 0x1p-23f), 1.0f + 0x1p-7f); // just above the tie
-  EXPECT_EQ(roundToBF16(1.0f + 0x1p-8f - 0x1p-23f), 1.0f);           // just below the tie
-  EXPECT_EQ(roundToBF16(-(1.0f + 3 * 0x1p-8f)), -(1.0f + 0x1p-6f));  // sign is symmetric
-  EXPECT_EQ(roundToBF16(3.14159265f), 3.140625f);
-  EXPECT_EQ(roundToBF16(fromBits(0x3f80ffffu)), fromBits(0x3f810000u)); // carries into mantissa
-  EXPECT_EQ(roundToBF16(fromBits(0x3fffffffu)), 2.0f);                  // carries into exponent
-}
-
-TEST(RoundToBF16, OverflowsToInfinity) {
-  const float inf = std::numeric_limits<float>::infinity();
-  EXPECT_EQ(roundToBF16(std::numeric_limits<float>::max()), inf);
-  EXPECT_EQ(roundToBF16(-std::numeric_limits<float>::max()), -inf);
-  EXPECT_EQ(roundToBF16(fromBits(0x7f7f7fffu)), fromBits(0x7f7f0000u)); // below the halfway point
-  EXPECT_EQ(roundToBF16(fromBits(0x7f7f8000u)), inf); // the tie goes to the even neighbour, inf
-}
-
-TEST(RoundToBF16, NaNStaysNaN) {
-  EXPECT_TRUE(std::isnan(roundToBF16(std::numeric_limits<float>::quiet_NaN())));
-  // Payloads only in the bits that are dropped: plain truncation would make these infinities.
-  for (uint32_t bits : {0x7f800001u, 0xff800001u, 0x7f80ffffu, 0x7fffffffu}) {
-    const float rounded = roundToBF16(fromBits(bits));
-    EXPECT_TRUE(std::isnan(rounded)) << std::hex << bits;
-    EXPECT_EQ(std::signbit(rounded), (bits >> 31) != 0) << std::hex << bits;
-  }
-}
-
-TEST(RoundToBF16, MatchesNearestCandidateOnRandomBits) {
-  // Against the definition: of the two bf16 values around v, the nearer; on a tie, the one with an
-  // even last mantissa bit. Past the largest bf16 the upper candidate is 2^128, i.e. infinity.
-  std::mt19937 engine(31);
-  std::uniform_int_distribution<uint32_t> anyBits;
-  for (int n = 0; n < 200000; ++n) {
-    const uint32_t bits = anyBits(engine);
-    const float value = fromBits(bits);
-    if (!std::isfinite(value))
-      continue;
-    const uint32_t lowBits = bits & 0xffff0000u;
-    const uint32_t highBits = lowBits + 0x10000u;
-    const double low = fromBits(lowBits);
-    const double high = std::isinf(fromBits(highBits)) ? std::copysign(0x1p128, value)
-                                                       : static_cast<double>(fromBits(highBits));
-    const double toLow = std::abs(value - low), toHigh = std::abs(high - value);
-    uint32_t want = toLow < toHigh ? lowBits : highBits;
-    if (toLow == toHigh)
-      want = (lowBits & 0x10000u) == 0 ? lowBits : highBits;
-    ASSERT_EQ(toBits(roundToBF16(value)), want) << std::hex << bits;
-  }
 }
 
 } // namespace

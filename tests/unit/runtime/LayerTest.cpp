@@ -1,0 +1,86 @@
+//===- LayerTest.cpp - layer descriptions, FLOP counts and status codes ---===//
+//
+// Part of mhac.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mhac/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+mhac_layer selfAttention(int64_t d, int64_t h, int64_t dh) {
+  mhac_layer layer{};
+  layer.abi_version = MHAC_ABI_VERSION;
+  layer.name = "test";
+  layer.model_dim = layer.kv_dim = d;
+  layer.heads = layer.kv_heads = h;
+  layer.head_dim = dh;
+  layer.batch = layer.seq = layer.kv_seq = MHAC_DYNAMIC;
+  return layer;
+}
+
+} // namespace
+
+TEST(LayerFlopsTest, CountsProjectionsAndAttention) {
+  // BERT-base: 8 * 128 * 768 * 768 for the four projections, 4 * 12 * 128 * 128 * 64 for
+  // attention.
+  mhac_layer bert = selfAttention(768, 12, 64);
+  mhac_sizes sizes = {1, 128, 0};
+  EXPECT_EQ(mhac_layer_flops(&bert, &sizes), 603979776.0 + 50331648.0);
+  sizes.batch = 3;
+  EXPECT_EQ(mhac_layer_flops(&bert, &sizes), 3 * (603979776.0 + 50331648.0));
+  // Causal halves attention, as the benchmarks count it.
+  bert.causal = 1;
+  EXPECT_EQ(mhac_layer_flops(&bert, &sizes), 3 * (603979776.0 + 50331648.0 / 2));
+}
+
+TEST(LayerFlopsTest, UsesCrossAttentionSizes) {
+  // B=2, S=3, Skv=5, D=8, kv_dim=6, H=4, Hkv=2, Dh=3:
+  // q 2*2*3*8*12 = 1152, k and v 4*2*5*6*6 = 1440, o 1152, attention 4*2*4*3*5*3 = 1440.
+  mhac_layer layer = selfAttention(8, 4, 3);
+  layer.kv_heads = 2;
+  layer.kv_dim = 6;
+  layer.cross = 1;
+  layer.kv_seq = 5; // compiled: the size given at run time is ignored
+  mhac_sizes sizes = {2, 3, 99};
+  EXPECT_EQ(mhac_layer_flops(&layer, &sizes), 1152.0 + 1440.0 + 1152.0 + 1440.0);
+}
+
+TEST(LayerFlopsTest, RejectsMissingSizes) {
+  mhac_layer layer = selfAttention(8, 2, 4);
+  mhac_sizes sizes = {0, 3, 0};
+  EXPECT_EQ(mhac_layer_flops(&layer, &sizes), 0.0);
+  EXPECT_EQ(mhac_layer_flops(&layer, nullptr), 0.0);
+  EXPECT_EQ(mhac_layer_flops(nullptr, &sizes), 0.0);
+}
+
+TEST(LayerRunTest, ChecksTheAbiVersion) {
+  mhac_layer layer = selfAttention(8, 2, 4);
+  layer.run_packed = +[](void *const *, const mhac_sizes *) -> int32_t { return 42; };
+  EXPECT_EQ(mhac_layer_run(&layer, nullptr, nullptr), 42);
+  layer.abi_version = MHAC_ABI_VERSION + 1;
+  EXPECT_EQ(mhac_layer_run(&layer, nullptr, nullptr), MHAC_ERROR_ABI_MISMATCH);
+  EXPECT_EQ(mhac_layer_run(nullptr, nullptr, nullptr), MHAC_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(StatusStringTest, DescribesEveryCode) {
+  for (int32_t status = MHAC_OK; status <= MHAC_ERROR_ABI_MISMATCH; ++status)
+    EXPECT_NE(std::string(mhac_status_string(status)), "unknown status") << status;
+  EXPECT_EQ(std::string(mhac_status_string(-7)), "unknown status");
+}
+
+TEST(ModuleTest, ReportsFilesThatAreNotModules) {
+  char error[256] = "";
+  EXPECT_EQ(mhac_module_open("/nonexistent/module.so", error, sizeof error), nullptr);
+  EXPECT_NE(std::string(error).find("/nonexistent/module.so: "), std::string::npos) << error;
+  EXPECT_EQ(mhac_module_open(nullptr, error, sizeof error), nullptr);
+  EXPECT_EQ(mhac_module_open("/nonexistent/module.so", nullptr, 0), nullptr);
+  EXPECT_EQ(mhac_module_num_layers(nullptr), 0);
+  EXPECT_EQ(mhac_module_layer(nullptr, 0), nullptr);
+  EXPECT_EQ(mhac_module_find_layer(nullptr, "x"), nullptr);
+  mhac_module_close(nullptr);
+}
