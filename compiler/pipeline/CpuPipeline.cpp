@@ -57,10 +57,9 @@ LogicalResult lowerMhaToLinalg(ModuleOp module, const Schedule &schedule) {
   return pm.run(module);
 }
 
-/// Applies the schedule's transform script to `module`.
-static LogicalResult applySchedule(ModuleOp module, const Schedule &schedule) {
-  OwningOpRef<ModuleOp> script =
-      parseSourceString<ModuleOp>(buildTransformScript(schedule), module.getContext());
+/// Applies a transform script (a module holding `@__transform_main`) to `module`.
+static LogicalResult applyTransformScript(ModuleOp module, const std::string &text) {
+  OwningOpRef<ModuleOp> script = parseSourceString<ModuleOp>(text, module.getContext());
   if (!script)
     return failure();
   auto entry = transform::detail::findTransformEntryPoint(
@@ -72,17 +71,20 @@ static LogicalResult applySchedule(ModuleOp module, const Schedule &schedule) {
 }
 
 LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const Schedule &schedule) {
-  if (failed(applySchedule(module, schedule)))
+  if (failed(applyTransformScript(module, buildTilingScript(schedule))) ||
+      failed(runPipeline(
+          module,
+          "canonicalize, cse, mhac-layer-results-to-out-arguments, eliminate-empty-tensors,"
+          "one-shot-bufferize{bufferize-function-boundaries "
+          "function-boundary-type-conversion=identity-layout-map},"
+          // Tiles written back where they were read leave self-copies until CSE merges views.
+          "canonicalize, cse, canonicalize")) ||
+      failed(applyTransformScript(module, buildVectorLoweringScript(schedule))))
     return failure();
   return runPipeline(
       module,
-      "canonicalize, cse, mhac-layer-results-to-out-arguments, eliminate-empty-tensors,"
-      "one-shot-bufferize{bufferize-function-boundaries "
-      "function-boundary-type-conversion=identity-layout-map},"
-      // Tiles written back where they were read leave self-copies until CSE merges the views.
-      "canonicalize, cse, canonicalize,"
-      "func.func(lower-vector-mask, convert-vector-to-scf{full-unroll=true}, "
-      "convert-linalg-to-loops),"
+      "func.func(lower-vector-mask, convert-vector-to-scf{full-unroll=true},"
+      "          convert-linalg-to-loops),"
       // Ownership-based deallocation frees the intermediates; it cannot see into vector.mask
       // regions, so it runs after masks are lowered.
       "buffer-deallocation-pipeline, convert-parallel-to-mhac-runtime,"

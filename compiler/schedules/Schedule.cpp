@@ -21,34 +21,67 @@ Schedule defaultSchedule(const CpuTarget &target) {
   return schedule;
 }
 
-std::string buildTransformScript(const Schedule &schedule) {
+std::string buildTilingScript(const Schedule &schedule) {
   const ProjectionSchedule &p = schedule.projection;
-  // Tile each projection matmul into cache tiles, pulling its accumulator initialization (the
-  // bias broadcast or zero fill) into the tile; the cache tiles form an scf.forall, run by the
-  // runtime's thread pool. Then into register tiles, which are vectorized
-  // with masks so that row counts that are not multiples of the tile (dynamic batch, S = 197)
-  // still get vector code. The initialization tiles stay scalar loops for LLVM to vectorize:
-  // MLIR 22's masked vectorizer fails on a broadcast read whose tile is partly dynamic.
-  // Masked transfers become transfers with a mask operand before any canonicalization, which
-  // would otherwise fold tensor casts into vector.mask regions and break them.
+  // Each projection matmul is tiled into cache tiles that form an scf.forall (run by the
+  // runtime's thread pool), with its accumulator initialization (the bias broadcast or zero
+  // fill) fused into each tile. Inside, register tiles: the row and column loops are peeled so
+  // that every full tile has a static shape and vectorizes plainly, and the partial tiles at the
+  // edges (dynamic batch, S = 197, odd widths) are vectorized with masks. The weight transposes
+  // run as parallel tiles.
   return llvm::formatv(R"mlir(
-module attributes {{transform.with_named_sequence} {
-  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.readonly}) {
+module attributes {{transform.with_named_sequence} {{
+  // Splits the full iterations of a loop from its last, partial one (fails on a loop whose
+  // trip count divides evenly, which then needs nothing).
+  transform.named_sequence @peel(%loop: !transform.any_op {{transform.readonly}) {{
+    %for = transform.cast %loop : !transform.any_op to !transform.op<"scf.for">
+    %main, %rest = transform.loop.peel %for
+        : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+
+  // Vectorizes a tile of static shape; fails on a partial tile.
+  transform.named_sequence @vectorize_full_tile(%tile: !transform.any_op {{transform.consumed}) {{
+    transform.structured.vectorize %tile : !transform.any_op
+    transform.yield
+  }
+
+  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.readonly}) {{
     %matmuls = transform.structured.match ops{{["linalg.matmul"]} in %root
         : (!transform.any_op) -> !transform.any_op
     transform.foreach %matmuls : !transform.any_op {{
     ^bb0(%matmul: !transform.any_op):
-      %tiled, %loop = transform.structured.fuse %matmul tile_sizes [{0}, {1}, 0] {{use_forall}
+      %tiled, %forall = transform.structured.fuse %matmul tile_sizes [{0}, {1}, 0] {{use_forall}
           : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-      %init = transform.get_producer_of_operand %tiled[2]
-          : (!transform.any_op) -> !transform.any_op
-      %micro, %microLoops:3 = transform.structured.tile_using_for %tiled
+      %micro, %rows, %columns, %reduction = transform.structured.tile_using_for %tiled
           tile_sizes [{2}, {3}, {4}]
           : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op,
                                     !transform.any_op)
-      %initTile, %initLoops:2 = transform.structured.tile_using_for %init tile_sizes [{2}, {3}]
-          : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
-      transform.structured.vectorize %micro vector_sizes [{2}, {3}, {4}] : !transform.any_op
+      transform.include @peel failures(suppress) (%columns) : (!transform.any_op) -> ()
+      transform.include @peel failures(suppress) (%rows) : (!transform.any_op) -> ()
+      %tiles = transform.structured.match ops{{["linalg.matmul"]} in %forall
+          : (!transform.any_op) -> !transform.any_op
+      transform.foreach %tiles : !transform.any_op {{
+      ^bb1(%tile: !transform.any_op):
+        transform.include @vectorize_full_tile failures(suppress) (%tile)
+            : (!transform.any_op) -> ()
+        transform.yield
+      }
+      %partial = transform.structured.match ops{{["linalg.matmul"]} in %forall
+          : (!transform.any_op) -> !transform.any_op
+      transform.foreach %partial : !transform.any_op {{
+      ^bb1(%tile: !transform.any_op):
+        transform.structured.vectorize %tile vector_sizes [{2}, {3}, {4}] : !transform.any_op
+        transform.yield
+      }
+      transform.yield
+    }
+    %transposes = transform.structured.match ops{{["linalg.transpose"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %transposes : !transform.any_op {{
+    ^bb0(%transpose: !transform.any_op):
+      %tiled, %forall = transform.structured.tile_using_forall %transpose tile_sizes [64, 64]
+          : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
       transform.yield
     }
     %funcs = transform.structured.match ops{{["func.func"]} in %root
@@ -59,6 +92,16 @@ module attributes {{transform.with_named_sequence} {
     transform.apply_patterns to %funcs {{
       transform.apply_patterns.canonicalization
     } : !transform.any_op
+    // The accumulator tiles leave their reduction loops: read before, carried in registers as
+    // loop values, written after (innermost loops come first in the match). On canonical IR,
+    // where the slices of the same tile are recognizably the same.
+    %loops = transform.structured.match ops{{["scf.for"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %loops : !transform.any_op {{
+    ^bb0(%loop: !transform.any_op):
+      transform.loop.hoist_loop_invariant_subsets %loop : !transform.any_op
+      transform.yield
+    }
     transform.yield
   }
 }
@@ -66,6 +109,31 @@ module attributes {{transform.with_named_sequence} {
                        p.cacheTile[0], p.cacheTile[1], p.registerTile[0], p.registerTile[1],
                        p.registerTile[2])
       .str();
+}
+
+std::string buildVectorLoweringScript(const Schedule &) {
+  return R"mlir(
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %funcs = transform.structured.match ops{["func.func"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    // The accumulator tile is read before and written after the reduction loop, not in it.
+    %hoisted = transform.structured.hoist_redundant_vector_transfers %funcs
+        : (!transform.any_op) -> !transform.any_op
+    // (Not lower_shape_cast: with canonicalization it rewrites forever; the conversion to LLVM
+    // lowers shape casts anyway.)
+    transform.apply_patterns to %hoisted {
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerparallel"
+      transform.apply_patterns.vector.lower_outerproduct
+      transform.apply_patterns.vector.lower_broadcast
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.yield
+  }
+}
+)mlir";
 }
 
 } // namespace mhac

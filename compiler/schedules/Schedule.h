@@ -38,9 +38,14 @@ struct Schedule {
 /// The schedule mhac uses for `target` when the user gives none.
 Schedule defaultSchedule(const CpuTarget &target);
 
-/// The transform-dialect script that applies `schedule` to the linalg form of a layer: a
-/// module holding `@__transform_main`.
-std::string buildTransformScript(const Schedule &schedule);
+/// The transform-dialect script that tiles and vectorizes the linalg form of a layer (on
+/// tensors, before bufferization): a module holding `@__transform_main`.
+std::string buildTilingScript(const Schedule &schedule);
+
+/// The transform-dialect script that finishes the vector code after bufferization: keeps the
+/// register tiles' accumulators in registers across the reduction loop and lowers the vector
+/// ops to the forms LLVM handles best.
+std::string buildVectorLoweringScript(const Schedule &schedule);
 
 } // namespace mhac
 

@@ -64,6 +64,9 @@ Expected<std::unique_ptr<TargetMachine>> createTargetMachine(const CpuTarget &ta
   if (!llvmTarget)
     return createStringError(inconvertibleErrorCode(), "%s", error.c_str());
   TargetOptions options;
+  // Fuse multiplies and adds into FMAs, as -ffp-contract=fast: one rounding instead of two, and
+  // the vectorized register tiles emit them as separate multiply and add.
+  options.AllowFPOpFusion = FPOpFusion::Fast;
   std::unique_ptr<TargetMachine> machine(
       llvmTarget->createTargetMachine(triple, target.cpu, target.features, options, Reloc::PIC_,
                                       std::nullopt, CodeGenOptLevel::Aggressive));

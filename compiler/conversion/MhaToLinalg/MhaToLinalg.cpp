@@ -76,11 +76,19 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
       init = linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
     }
 
-    // y = x * W^T + acc, with W in PyTorch's [out, in] layout.
-    Value product =
-        linalg::MatmulTransposeBOp::create(rewriter, loc, TypeRange{accType},
-                                           ValueRange{input, op.getWeight()}, ValueRange{init})
-            .getResult(0);
+    // y = x * W^T + acc. W comes in PyTorch's [out, in] layout; the matmul reads it as
+    // [in, out], so that a row of W^T (the outputs of one input feature) is contiguous and the
+    // register tiles broadcast x and load W^T.
+    auto weightType = op.getWeight().getType();
+    Value transposedEmpty = tensor::EmptyOp::create(
+        rewriter, loc, ArrayRef<int64_t>{weightType.getDimSize(1), weightType.getDimSize(0)},
+        weightType.getElementType());
+    Value transposed = linalg::TransposeOp::create(rewriter, loc, op.getWeight(), transposedEmpty,
+                                                   ArrayRef<int64_t>{1, 0})
+                           .getResult()[0];
+    Value product = linalg::MatmulOp::create(rewriter, loc, TypeRange{accType},
+                                             ValueRange{input, transposed}, ValueRange{init})
+                        .getResult(0);
 
     // bf16 layers round the f32 accumulator once.
     Value result = product;

@@ -1,13 +1,15 @@
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg))" | FileCheck %s
 
-// A projection with a bias: the accumulator starts at the broadcast bias, the matmul reads the
-// weight transposed, and the leading dimensions are collapsed and restored around it.
+// A projection with a bias: the accumulator starts at the broadcast bias, the weight is
+// transposed to [in, out] for the matmul, and the leading dimensions are collapsed and restored
+// around it.
 // CHECK-LABEL: func.func @with_bias
 // CHECK-SAME:    (%[[X:.*]]: tensor<?x128x768xf32>, %[[W:.*]]: tensor<512x768xf32>, %[[B:.*]]: tensor<512xf32>)
 // CHECK:         %[[ROWS:.*]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1], [2]] : tensor<?x128x768xf32> into tensor<?x768xf32>
 // CHECK:         %[[EMPTY:.*]] = tensor.empty(%{{.*}}) : tensor<?x512xf32>
 // CHECK:         %[[INIT:.*]] = linalg.generic {{.*}} ins(%[[B]] : tensor<512xf32>) outs(%[[EMPTY]] : tensor<?x512xf32>)
-// CHECK:         %[[MM:.*]] = linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%[[ROWS]], %[[W]] : tensor<?x768xf32>, tensor<512x768xf32>) outs(%[[INIT]] : tensor<?x512xf32>)
+// CHECK:         %[[WT:.*]] = linalg.transpose ins(%[[W]] : tensor<512x768xf32>) outs(%{{.*}} : tensor<768x512xf32>) permutation = [1, 0]
+// CHECK:         %[[MM:.*]] = linalg.matmul ins(%[[ROWS]], %[[WT]] : tensor<?x768xf32>, tensor<768x512xf32>) outs(%[[INIT]] : tensor<?x512xf32>)
 // CHECK:         tensor.expand_shape %[[MM]] {{\[\[}}0, 1], [2]] output_shape [%{{.*}}, 128, 512] : tensor<?x512xf32> into tensor<?x128x512xf32>
 // CHECK-NOT:     mha.linear
 func.func @with_bias(%x: tensor<?x128x768xf32>, %w: tensor<512x768xf32>, %b: tensor<512xf32>) -> tensor<?x128x512xf32> {
@@ -29,7 +31,7 @@ func.func @without_bias(%x: tensor<2x3x8xf32>, %w: tensor<16x8xf32>) -> tensor<2
 // CHECK-LABEL: func.func @bf16
 // CHECK:         linalg.generic
 // CHECK:           arith.extf %{{.*}} : bf16 to f32
-// CHECK:         linalg.matmul {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x8xbf16>, tensor<16x8xbf16>) outs(%{{.*}} : tensor<4x16xf32>)
+// CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x8xbf16>, tensor<8x16xbf16>) outs(%{{.*}} : tensor<4x16xf32>)
 // CHECK:         linalg.generic
 // CHECK:           arith.truncf %{{.*}} : f32 to bf16
 func.func @bf16(%x: tensor<4x8xbf16>, %w: tensor<16x8xbf16>, %b: tensor<16xbf16>) -> tensor<4x16xbf16> {
