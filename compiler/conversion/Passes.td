@@ -48,6 +48,7 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
     "mlir::math::MathDialect",
     "mlir::memref::MemRefDialect",
     "mlir::scf::SCFDialect",
+    "mlir::vector::VectorDialect",
   ];
 }
 

@@ -23,7 +23,10 @@
 #include "compiler/conversion/Passes.h"
 #include "dialects/mha/IR/MhaOps.h"
 
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <limits>
 
@@ -72,6 +75,16 @@ private:
     Value value = memref::LoadOp::create(b_, loc_, memref, indices);
     return value.getType() == f32_ ? value : arith::ExtFOp::create(b_, loc_, f32_, value);
   }
+  /// Reads head_dim contiguous elements starting at `indices` as an f32 vector.
+  Value readHead(Value memref, ValueRange indices) {
+    auto type = VectorType::get({headDim_}, elementType_);
+    Value padding = arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(elementType_));
+    Value vector = vector::TransferReadOp::create(b_, loc_, type, memref, indices, padding,
+                                                  ArrayRef<bool>{true});
+    if (elementType_ == f32_)
+      return vector;
+    return arith::ExtFOp::create(b_, loc_, VectorType::get({headDim_}, f32_), vector);
+  }
   /// Emits `for (iv = lb; iv < ub; iv += step) body(iv)`.
   void forLoop(Value lb, Value ub, Value step, function_ref<void(Value)> body) {
     auto loop = scf::ForOp::create(b_, loc_, lb, ub, step);
@@ -95,71 +108,71 @@ private:
 
 void AttentionLowering::buildRowUpdate(Value batch, Value i, Value row, Value qCol, Value kvCol,
                                        Value j0, Value validCols) {
-  Value c0 = index(0), c1 = index(1), dh = index(headDim_);
+  Value c0 = index(0), c1 = index(1);
   Value negInf = f32(-std::numeric_limits<double>::infinity());
   Value scale = arith::ConstantOp::create(b_, loc_, op_.getScaleAttr());
+  auto headType = VectorType::get({headDim_}, f32_);
+  auto blockType = VectorType::get({keyBlock_}, f32_);
+  auto fast = arith::FastMathFlagsAttr::get(b_.getContext(), arith::FastMathFlags::reassoc |
+                                                                 arith::FastMathFlags::contract);
 
-  // Scores of the valid keys, and their maximum.
-  auto maxLoop = scf::ForOp::create(b_, loc_, c0, validCols, c1, ValueRange{negInf});
-  {
-    OpBuilder::InsertionGuard guard(b_);
-    b_.setInsertionPointToStart(maxLoop.getBody());
-    Value c = maxLoop.getInductionVar();
-    Value j = add(j0, c);
-    auto dot = scf::ForOp::create(b_, loc_, c0, dh, c1, ValueRange{f32(0)});
-    {
-      OpBuilder::InsertionGuard inner(b_);
-      b_.setInsertionPointToStart(dot.getBody());
-      Value d = dot.getInductionVar();
-      Value q = loadF32(query_, {batch, i, add(qCol, d)});
-      Value k = loadF32(key_, {batch, j, add(kvCol, d)});
-      Value sum = math::FmaOp::create(b_, loc_, q, k, dot.getRegionIterArgs()[0]);
-      scf::YieldOp::create(b_, loc_, sum);
-    }
-    Value score = arith::MulFOp::create(b_, loc_, dot.getResult(0), scale);
-    memref::StoreOp::create(b_, loc_, score, scores_, c);
-    Value runningMax = arith::MaximumFOp::create(b_, loc_, maxLoop.getRegionIterArgs()[0], score);
-    scf::YieldOp::create(b_, loc_, runningMax);
-  }
+  // The query row, as one vector over the head.
+  Value query = readHead(query_, {batch, i, qCol});
+
+  // Scores of the valid keys: a vector product with each key row, summed in any order.
+  forLoop(c0, validCols, c1, [&](Value c) {
+    Value key = readHead(key_, {batch, add(j0, c), kvCol});
+    Value products = arith::MulFOp::create(b_, loc_, query, key);
+    Value dot = vector::ReductionOp::create(b_, loc_, vector::CombiningKind::ADD, products, Value(),
+                                            fast.getValue());
+    memref::StoreOp::create(b_, loc_, arith::MulFOp::create(b_, loc_, dot, scale), scores_, c);
+  });
+
+  // The block of scores as one vector; lanes past the valid keys read -inf, which the maximum
+  // ignores and exp turns into 0.
+  Value laneMask = vector::CreateMaskOp::create(
+      b_, loc_, VectorType::get({keyBlock_}, b_.getI1Type()), ValueRange{validCols});
+  Value scores = vector::TransferReadOp::create(b_, loc_, blockType, scores_, ValueRange{c0},
+                                                b_.getMultiDimIdentityMap(1), negInf, laneMask,
+                                                b_.getBoolArrayAttr({true}));
+  Value blockMax = vector::ReductionOp::create(b_, loc_, vector::CombiningKind::MAXIMUMF, scores);
 
   // New running maximum; alpha rescales what was accumulated under the old one.
   Value oldMax = memref::LoadOp::create(b_, loc_, rowMax_, row);
-  Value newMax = arith::MaximumFOp::create(b_, loc_, oldMax, maxLoop.getResult(0));
+  Value newMax = arith::MaximumFOp::create(b_, loc_, oldMax, blockMax);
   Value alpha = math::ExpOp::create(b_, loc_, arith::SubFOp::create(b_, loc_, oldMax, newMax));
   memref::StoreOp::create(b_, loc_, newMax, rowMax_, row);
 
   // p = exp(s - max), kept in place of the scores; l = alpha * l + sum(p).
-  auto sumLoop = scf::ForOp::create(b_, loc_, c0, validCols, c1, ValueRange{f32(0)});
+  Value shifted = arith::SubFOp::create(b_, loc_, scores,
+                                        vector::BroadcastOp::create(b_, loc_, blockType, newMax));
+  Value probabilities = math::ExpOp::create(b_, loc_, shifted);
+  vector::TransferWriteOp::create(b_, loc_, probabilities, scores_, ValueRange{c0},
+                                  ArrayRef<bool>{true});
+  Value blockSum = vector::ReductionOp::create(b_, loc_, vector::CombiningKind::ADD, probabilities,
+                                               Value(), fast.getValue());
+  Value oldSum = memref::LoadOp::create(b_, loc_, rowSum_, row);
+  memref::StoreOp::create(b_, loc_, math::FmaOp::create(b_, loc_, alpha, oldSum, blockSum), rowSum_,
+                          row);
+
+  // acc = alpha * acc + sum_c p[c] * v[j0 + c], the accumulator row carried as a vector.
+  Value accRow = vector::TransferReadOp::create(b_, loc_, headType, acc_, ValueRange{row, c0},
+                                                f32(0), ArrayRef<bool>{true});
+  accRow = arith::MulFOp::create(b_, loc_, accRow,
+                                 vector::BroadcastOp::create(b_, loc_, headType, alpha));
+  auto update = scf::ForOp::create(b_, loc_, c0, validCols, c1, ValueRange{accRow});
   {
     OpBuilder::InsertionGuard guard(b_);
-    b_.setInsertionPointToStart(sumLoop.getBody());
-    Value c = sumLoop.getInductionVar();
-    Value score = memref::LoadOp::create(b_, loc_, scores_, c);
-    Value p = math::ExpOp::create(b_, loc_, arith::SubFOp::create(b_, loc_, score, newMax));
-    memref::StoreOp::create(b_, loc_, p, scores_, c);
-    scf::YieldOp::create(b_, loc_,
-                         Value(arith::AddFOp::create(b_, loc_, sumLoop.getRegionIterArgs()[0], p)));
-  }
-  Value oldSum = memref::LoadOp::create(b_, loc_, rowSum_, row);
-  Value newSum = math::FmaOp::create(b_, loc_, alpha, oldSum, sumLoop.getResult(0));
-  memref::StoreOp::create(b_, loc_, newSum, rowSum_, row);
-
-  // acc = alpha * acc + sum_c p[c] * v[j0 + c]: rescale once, then add rows of v contiguously.
-  forLoop(c0, dh, c1, [&](Value d) {
-    Value a = memref::LoadOp::create(b_, loc_, acc_, ValueRange{row, d});
-    memref::StoreOp::create(b_, loc_, arith::MulFOp::create(b_, loc_, a, alpha), acc_,
-                            ValueRange{row, d});
-  });
-  forLoop(c0, validCols, c1, [&](Value c) {
+    b_.setInsertionPointToStart(update.getBody());
+    Value c = update.getInductionVar();
     Value p = memref::LoadOp::create(b_, loc_, scores_, c);
-    Value j = add(j0, c);
-    forLoop(c0, dh, c1, [&](Value d) {
-      Value v = loadF32(value_, {batch, j, add(kvCol, d)});
-      Value a = memref::LoadOp::create(b_, loc_, acc_, ValueRange{row, d});
-      memref::StoreOp::create(b_, loc_, math::FmaOp::create(b_, loc_, p, v, a), acc_,
-                              ValueRange{row, d});
-    });
-  });
+    Value value = readHead(value_, {batch, add(j0, c), kvCol});
+    Value next = vector::FMAOp::create(b_, loc_, vector::BroadcastOp::create(b_, loc_, headType, p),
+                                       value, update.getRegionIterArgs()[0]);
+    scf::YieldOp::create(b_, loc_, next);
+  }
+  vector::TransferWriteOp::create(b_, loc_, update.getResult(0), acc_, ValueRange{row, c0},
+                                  ArrayRef<bool>{true});
 }
 
 Value AttentionLowering::build() {
@@ -287,6 +300,14 @@ struct ConvertMhaAttentionToLoopsPass
       op.getResult().replaceAllUsesWith(result);
       op.erase();
     }
+    if (ops.empty())
+      return;
+    // exp as a polynomial in vector registers rather than one libm call per lane.
+    RewritePatternSet patterns(&getContext());
+    populateMathPolynomialApproximationPatterns(
+        patterns, [](StringRef name) { return name == math::ExpOp::getOperationName(); });
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
   }
 };
 

@@ -8,18 +8,22 @@
 // CHECK-LABEL: func.func @attention
 // CHECK:         %[[OUT:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x100x256xf32>
 // CHECK-NOT:     memref.alloc{{.*}}100x300
-// CHECK:         %[[BLOCKS:.*]] = arith.ceildivsi %{{.*}}, %c16
-// CHECK:         scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = (%c0, %c0, %c0) to (%{{.*}}, %c4, %[[BLOCKS]])
+// 100 query rows make 7 blocks of 16.
+// CHECK:         scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = (%c0, %c0, %c0) to (%{{.*}}, %c4, %c7)
 // CHECK-DAG:       memref.alloca() : memref<16x64xf32>
 // CHECK-DAG:       memref.alloca() : memref<16xf32>
 // CHECK-DAG:       memref.alloca() : memref<64xf32>
 // Key blocks, then the rows of the query block.
 // CHECK:           scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c64
 // CHECK:             scf.for
-// The online softmax: running max, exp, and the f32 accumulator updated with fma.
-// CHECK:                 arith.maximumf
-// CHECK:                 math.exp
-// CHECK:                 math.fma
+// The online softmax, vectorized over the head and over the key block: dot products reduced in
+// any order, the block maximum, exp as a polynomial (no math.exp is left), and the accumulator
+// row carried as a vector through the p.v loop.
+// CHECK:                 vector.transfer_read {{.*}} vector<64xf32>
+// CHECK:                 vector.reduction <add>, %{{.*}} fastmath<reassoc,contract> : vector<64xf32> into f32
+// CHECK:                 vector.reduction <maximumf>, %{{.*}} : vector<64xf32> into f32
+// CHECK-NOT:             math.exp
+// CHECK:                 vector.fma {{.*}} : vector<64xf32>
 // CHECK:         bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK-NOT:     mha.attention
 func.func @attention(%q: tensor<?x100x256xf32>, %k: tensor<?x300x128xf32>, %v: tensor<?x300x128xf32>) -> tensor<?x100x256xf32> {
