@@ -120,14 +120,21 @@ module attributes {transform.with_named_sequence} {
     // The accumulator tile is read before and written after the reduction loop, not in it.
     %hoisted = transform.structured.hoist_redundant_vector_transfers %funcs
         : (!transform.any_op) -> !transform.any_op
-    // (Not lower_shape_cast: with canonicalization it rewrites forever; the conversion to LLVM
-    // lowers shape casts anyway.)
+    // Each group of lowerings runs to a fixpoint on its own: mixed in one set with
+    // canonicalization, some of them (lower_shape_cast, transfer permutations on 1-row tiles)
+    // rewrite each other's results forever. Shape casts are left to the LLVM conversion.
     transform.apply_patterns to %hoisted {
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
-      transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerparallel"
+    } : !transform.any_op
+    transform.apply_patterns to %hoisted {
+      transform.apply_patterns.vector.transfer_permutation_patterns
+    } : !transform.any_op
+    transform.apply_patterns to %hoisted {
       transform.apply_patterns.vector.lower_outerproduct
       transform.apply_patterns.vector.lower_broadcast
+    } : !transform.any_op
+    transform.apply_patterns to %hoisted {
       transform.apply_patterns.canonicalization
     } : !transform.any_op
     transform.yield

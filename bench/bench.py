@@ -1,0 +1,134 @@
+"""Benchmarks mhac against its peers on the shapes of issue 5, in one run, alternating them.
+
+Each (shape, threads) is measured in ROUNDS rounds; in each round every contender runs CALLS
+timed calls after a warm-up in a fresh process and reports its median; the table shows the
+median over rounds. The starting contender rotates between rounds, so that slow drifts of a
+noisy machine spread over everybody. The f32 FMA peak is measured in the same run (bench/peak.c).
+
+usage: bench.py --mhac-run MHA_RUN --modules DIR --peers-dir DIR --python PY [--rounds N]
+                [--calls N] [--threads 1,2] [--only PEER,...]
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+# (B, S, D, H, causal): the shapes of issue 5.
+SHAPES = [
+    (1, 128, 768, 12, False),
+    (8, 128, 768, 12, False),
+    (1, 512, 768, 12, False),
+    (4, 512, 1024, 16, False),
+    (1, 197, 768, 12, False),
+    (1, 2048, 768, 12, True),
+]
+PEERS = ["mhac", "openblas", "torch-mha", "onnxruntime", "openvino"]
+
+
+def flops(b, s, d, h, causal):
+    attention = 4 * b * h * s * s * (d // h)
+    return 4 * 2 * b * s * d * d + (attention / 2 if causal else attention)
+
+
+def layer_name(b, s, d, h, causal):
+    return "b%d_s%d_d%d_h%d%s" % (b, s, d, h, "_causal" if causal else "")
+
+
+def command(peer, shape, threads, calls, args):
+    b, s, d, h, causal = shape
+    if peer == "mhac":
+        module = os.path.join(args.modules, layer_name(*shape) + ".so")
+        return [args.mha_run, module, "--bench", str(calls), "--threads", str(threads)]
+    if peer == "openblas":
+        return [os.path.join(args.peers_dir, "openblas_mha"), str(b), str(s), str(d), str(h),
+                str(int(causal)), str(calls)]
+    return [args.python, os.path.join(os.path.dirname(__file__), "peers", "python_peers.py"),
+            peer, str(b), str(s), str(d), str(h), str(int(causal)), str(threads), str(calls)]
+
+
+def environment(threads):
+    env = dict(os.environ)
+    env.update({
+        "OMP_NUM_THREADS": str(threads),
+        "OMP_WAIT_POLICY": "passive",   # OpenMP peers otherwise fight their own BLAS threads
+        "OPENBLAS_NUM_THREADS": str(threads),
+        "OPENBLAS_CORETYPE": "Cooperlake",  # Debian's OpenBLAS detects this CPU as Prescott
+        "MHAC_NUM_THREADS": str(threads),
+    })
+    return env
+
+
+def run_once(peer, shape, threads, calls, args):
+    try:
+        result = subprocess.run(command(peer, shape, threads, calls, args), capture_output=True,
+                                text=True, env=environment(threads), timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return None, str(error)
+    match = re.search(r"median ([0-9.]+)", result.stdout)
+    if result.returncode != 0 or not match:
+        return None, (result.stderr.strip().splitlines() or ["failed"])[-1]
+    return float(match.group(1)), None
+
+
+def measure_peak(args, threads):
+    out = subprocess.run([os.path.join(args.peers_dir, "peak"), str(threads)],
+                         capture_output=True, text=True, check=True).stdout
+    return float(re.search(r"([0-9.]+) GFLOP/s", out).group(1))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--mha-run", required=True)
+    p.add_argument("--modules", required=True)
+    p.add_argument("--peers-dir", required=True)
+    p.add_argument("--python", required=True)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--calls", type=int, default=10)
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--only", default=",".join(PEERS))
+    args = p.parse_args()
+    peers = [peer for peer in PEERS if peer in args.only.split(",")]
+    thread_counts = [int(t) for t in args.threads.split(",")]
+
+    peak = {t: measure_peak(args, t) for t in thread_counts}
+    print("Measured f32 FMA peak: " +
+          ", ".join("%.0f GFLOP/s on %d thread%s" % (peak[t], t, "s" if t > 1 else "")
+                    for t in thread_counts))
+    print()
+    print("| B, S, D, H | threads | contender | median ms | GFLOP/s | of peak | best peer / mhac |")
+    print("|---|---|---|---|---|---|---|")
+    for shape in SHAPES:
+        for threads in thread_counts:
+            samples = {peer: [] for peer in peers}
+            errors = {}
+            for round in range(args.rounds):
+                order = peers[round % len(peers):] + peers[:round % len(peers)]
+                for peer in order:
+                    if peer in errors:
+                        continue
+                    ms, error = run_once(peer, shape, threads, args.calls, args)
+                    if ms is None:
+                        errors[peer] = error
+                    else:
+                        samples[peer].append(ms)
+            medians = {peer: statistics.median(v) for peer, v in samples.items() if v}
+            best_peer = min((ms for peer, ms in medians.items() if peer != "mhac"), default=None)
+            b, s, d, h, causal = shape
+            label = "%d, %d, %d, %d%s" % (b, s, d, h, " causal" if causal else "")
+            for peer in peers:
+                if peer not in medians:
+                    print("| %s | %d | %s | n/a (%s) | | | |" % (label, threads, peer,
+                                                              errors.get(peer, "no result")[:60]))
+                    continue
+                ms = medians[peer]
+                gflops = flops(*shape) / (ms * 1e-3) * 1e-9
+                ratio = ("%.2f" % (best_peer / ms)) if peer == "mhac" and best_peer else ""
+                print("| %s | %d | %s | %.2f | %.1f | %.0f%% | %s |" % (
+                    label, threads, peer, ms, gflops, 100 * gflops / peak[threads], ratio))
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""Times one multi-head attention layer in a Python framework: PyTorch's nn.MultiheadAttention
+(eval, no_grad, need_weights=False: its fast path), and the same module exported to ONNX and run
+by ONNX Runtime and by OpenVINO.
+
+usage: python_peers.py PEER B S D H CAUSAL THREADS CALLS     prints "median MS"
+PEER: torch-mha | onnxruntime | openvino
+"""
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+
+def main():
+    peer = sys.argv[1]
+    b, s, d, h, causal, threads, calls = (int(a) for a in sys.argv[2:9])
+    import torch
+
+    torch.manual_seed(0)
+    torch.set_num_threads(threads)
+    mha = torch.nn.MultiheadAttention(d, h, batch_first=True).eval()
+    x = torch.rand(b, s, d) * 2 - 1
+    mask = torch.triu(torch.ones(s, s, dtype=torch.bool), 1) if causal else None
+
+    if peer == "torch-mha":
+        def call():
+            with torch.no_grad():
+                mha(x, x, x, attn_mask=mask, need_weights=False)
+    else:
+        class Layer(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.mha = mha
+
+            def forward(self, x):
+                return self.mha(x, x, x, attn_mask=mask, need_weights=False)[0]
+
+        path = os.path.join(tempfile.mkdtemp(), "mha.onnx")
+        # Exported in training mode (dropout is 0): the eval-mode fast path is a fused op that
+        # has no ONNX form; the exported graph computes the same function.
+        layer = Layer().train()
+        with torch.no_grad():
+            torch.onnx.export(layer, (x,), path, input_names=["x"], output_names=["out"],
+                              opset_version=14, training=torch.onnx.TrainingMode.PRESERVE)
+        feed = x.numpy()
+        if peer == "onnxruntime":
+            import onnxruntime as ort
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+            session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+            call = lambda: session.run(None, {"x": feed})
+        elif peer == "openvino":
+            import openvino as ov
+            core = ov.Core()
+            compiled = core.compile_model(core.read_model(path), "CPU",
+                                          {"INFERENCE_NUM_THREADS": threads,
+                                           "PERFORMANCE_HINT": "LATENCY",
+                                           # f32 like the others: on AMX machines OpenVINO
+                                           # otherwise computes in bf16.
+                                           "INFERENCE_PRECISION_HINT": "f32"})
+            request = compiled.create_infer_request()
+            call = lambda: request.infer({"x": feed})
+        else:
+            sys.exit("unknown peer " + peer)
+
+    call()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    print("median %.4f" % (statistics.median(times) * 1e3))
+
+
+if __name__ == "__main__":
+    main()
