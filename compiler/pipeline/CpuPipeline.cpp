@@ -82,16 +82,19 @@ LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const Schedule &schedule
       failed(applyTransformScript(module, buildVectorLoweringScript(schedule))))
     return failure();
   return runPipeline(
-      module, "func.func(lower-vector-mask, convert-vector-to-scf{full-unroll=true},"
-              "          convert-linalg-to-loops),"
-              // Ownership-based deallocation frees the intermediates; it cannot see into
-              // vector.mask regions, so it runs after masks are lowered.
-              "buffer-deallocation-pipeline, convert-parallel-to-mhac-runtime,"
-              // expand-strided-metadata emits affine.apply: it must run before lower-affine.
-              "expand-strided-metadata, lower-affine, convert-scf-to-cf, convert-vector-to-llvm,"
-              "convert-math-to-llvm, finalize-memref-to-llvm, convert-arith-to-llvm,"
-              "convert-cf-to-llvm, convert-func-to-llvm, convert-index-to-llvm, convert-ub-to-llvm,"
-              "reconcile-unrealized-casts, canonicalize");
+      module,
+      "func.func(lower-vector-mask, convert-vector-to-scf{full-unroll=true},"
+      "          convert-linalg-to-loops),"
+      // Ownership-based deallocation frees the intermediates; it cannot see into
+      // vector.mask regions, so it runs after masks are lowered.
+      "buffer-deallocation-pipeline, convert-parallel-to-mhac-runtime,"
+      // expand-strided-metadata emits affine.apply: it must run before lower-affine.
+      "expand-strided-metadata, lower-affine, convert-scf-to-cf, convert-vector-to-llvm,"
+      // Buffers come from the runtime's allocator (see CodeEmitter), which reuses freed blocks.
+      "convert-math-to-llvm, finalize-memref-to-llvm{use-generic-functions},"
+      "convert-arith-to-llvm,"
+      "convert-cf-to-llvm, convert-func-to-llvm, convert-index-to-llvm, convert-ub-to-llvm,"
+      "reconcile-unrealized-casts, canonicalize");
 }
 
 } // namespace mhac

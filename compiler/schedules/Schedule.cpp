@@ -40,9 +40,32 @@ module attributes {{transform.with_named_sequence} {{
     transform.yield
   }
 
-  // Vectorizes a tile of static shape; fails on a partial tile.
+  // Matches a register tile of static shape: every loop range known.
+  transform.named_sequence @match_full_tile(%op: !transform.any_op {{transform.readonly})
+      -> !transform.any_op {{
+    transform.match.operation_name %op ["linalg.matmul"] : !transform.any_op
+    %m, %n, %k = transform.match.structured %op
+        : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>,
+                                  !transform.param<i64>) {{
+    ^bb0(%s: !transform.any_op):
+      %d0 = transform.match.structured.dim %s[0] : (!transform.any_op) -> !transform.param<i64>
+      %d1 = transform.match.structured.dim %s[1] : (!transform.any_op) -> !transform.param<i64>
+      %d2 = transform.match.structured.dim %s[2] : (!transform.any_op) -> !transform.param<i64>
+      transform.match.structured.yield %d0, %d1, %d2
+          : !transform.param<i64>, !transform.param<i64>, !transform.param<i64>
+    }
+    %zero = transform.param.constant 0 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi ge %m, %zero : !transform.param<i64>
+    transform.match.param.cmpi ge %n, %zero : !transform.param<i64>
+    transform.match.param.cmpi ge %k, %zero : !transform.param<i64>
+    transform.yield %op : !transform.any_op
+  }
+
+  // Tiles the reduction of a full register tile and vectorizes it.
   transform.named_sequence @vectorize_full_tile(%tile: !transform.any_op {{transform.consumed}) {{
-    transform.structured.vectorize %tile : !transform.any_op
+    %step, %reduction = transform.structured.tile_using_for %tile tile_sizes [0, 0, {4}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.structured.vectorize %step : !transform.any_op
     transform.yield
   }
 
@@ -51,27 +74,38 @@ module attributes {{transform.with_named_sequence} {{
         : (!transform.any_op) -> !transform.any_op
     transform.foreach %matmuls : !transform.any_op {{
     ^bb0(%matmul: !transform.any_op):
-      %tiled, %forall = transform.structured.fuse %matmul tile_sizes [{0}, {1}, 0] {{use_forall}
+      // Only the accumulator's initialization joins the cache tile: fusing the weight's
+      // transpose too would transpose its panel again for every row tile.
+      %init = transform.get_producer_of_operand %matmul[2]
+          : (!transform.any_op) -> !transform.any_op
+      %tiled, %tiles = transform.structured.tile_using_forall %matmul tile_sizes [{0}, {1}]
           : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-      %micro, %rows, %columns, %reduction = transform.structured.tile_using_for %tiled
-          tile_sizes [{2}, {3}, {4}]
-          : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op,
-                                    !transform.any_op)
+      %fusedInit, %forall = transform.structured.fuse_into_containing_op %init into %tiles
+          : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
+      %micro, %rows, %columns = transform.structured.tile_using_for %tiled
+          tile_sizes [{2}, {3}, 0]
+          : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
       transform.include @peel failures(suppress) (%columns) : (!transform.any_op) -> ()
       transform.include @peel failures(suppress) (%rows) : (!transform.any_op) -> ()
-      %tiles = transform.structured.match ops{{["linalg.matmul"]} in %forall
+      // Peeled loops' tiles become static once their sizes fold.
+      transform.apply_patterns to %forall {{
+        transform.apply_patterns.canonicalization
+      } : !transform.any_op
+      // Full tiles: the reduction loop innermost, vectorized plainly (a transform.foreach with a
+      // suppressed failure would stop at the first partial tile, so they are picked by shape).
+      %vectorized = transform.foreach_match in %forall @match_full_tile -> @vectorize_full_tile
           : (!transform.any_op) -> !transform.any_op
-      transform.foreach %tiles : !transform.any_op {{
-      ^bb1(%tile: !transform.any_op):
-        transform.include @vectorize_full_tile failures(suppress) (%tile)
-            : (!transform.any_op) -> ()
-        transform.yield
-      }
-      %partial = transform.structured.match ops{{["linalg.matmul"]} in %forall
+      // Partial tiles at the edges (dynamic batch, S = 197, odd widths): one row at a time,
+      // still with the reduction innermost so the row's accumulators stay in registers; masks
+      // only along a ragged last column tile.
+      %partial = transform.structured.match ops{{["linalg.matmul"]} in %vectorized
           : (!transform.any_op) -> !transform.any_op
       transform.foreach %partial : !transform.any_op {{
       ^bb1(%tile: !transform.any_op):
-        transform.structured.vectorize %tile vector_sizes [{2}, {3}, {4}] : !transform.any_op
+        %row, %rowLoop, %rowReduction = transform.structured.tile_using_for %tile
+            tile_sizes [1, 0, {4}]
+            : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+        transform.structured.vectorize %row vector_sizes [1, {3}, {4}] : !transform.any_op
         transform.yield
       }
       transform.yield

@@ -36,6 +36,11 @@ Expected<std::unique_ptr<Module>> translateAndOptimize(mlir::ModuleOp module,
     if (!machine.getTargetFeatureString().empty())
       fn.addFnAttr("target-features", machine.getTargetFeatureString());
   }
+  // MLIR's generic allocation functions are the runtime's caching allocator.
+  for (auto [from, to] : {std::pair{"_mlir_memref_to_llvm_alloc", "mhac_alloc"},
+                          std::pair{"_mlir_memref_to_llvm_free", "mhac_free"}})
+    if (Function *fn = llvmModule->getFunction(from))
+      fn->setName(to);
   if (Error error = addEntryPoints(*llvmModule, layers))
     return std::move(error);
 

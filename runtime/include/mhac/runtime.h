@@ -106,6 +106,16 @@ int32_t mhac_set_num_threads(int32_t count);
 /* The number of threads the default pool uses. */
 int32_t mhac_get_num_threads(void);
 
+/*===----------------------------------------------------------------------===*
+ * Memory of generated code
+ *
+ * Generated code allocates its intermediate buffers here. Freed large blocks are cached and
+ * reused, so that a layer called in a loop does not map (and have the kernel clear) fresh pages
+ * on every call. mhac_alloc returns 64-byte aligned memory, or NULL.
+ *===----------------------------------------------------------------------===*/
+void *mhac_alloc(size_t size);
+void mhac_free(void *pointer);
+
 /* Runs `layer` (checking that it was compiled for this ABI version); see run_packed. */
 int32_t mhac_layer_run(const mhac_layer *layer, void *const *tensors, const mhac_sizes *sizes);
 
