@@ -9,9 +9,8 @@ names); cross-attention with kdim != embed_dim has separate q/k/v weights in PyT
 SPEC's q_proj.weight names. Prints the relative error and exits 1 past SPEC's f32 tolerance.
 """
 import argparse
-import json
+import importlib.util
 import os
-import struct
 import subprocess
 import sys
 
@@ -19,17 +18,18 @@ import numpy as np
 import torch
 
 
+def load_tensor_writer():
+    """The pure-Python .safetensors writer of the other tests (tests/lit/Inputs)."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "Inputs", "make-tensors.py")
+    spec = importlib.util.spec_from_file_location("make_tensors", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.write_safetensors
+
+
 def save_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, tensor in tensors.items():
-        data = tensor.detach().contiguous().to(torch.float32).numpy().tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensor.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header).encode()
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+    load_tensor_writer()(path, {name: (list(t.shape), t.detach().float().flatten().tolist())
+                                for name, t in tensors.items()})
 
 
 def main():
