@@ -21,6 +21,11 @@ using namespace mlir;
 namespace mhac {
 namespace {
 
+/// Widths (in elements) whose multiples make rows of W^T alias in the L1 cache, and the padding
+/// that breaks the aliasing: one 64-byte line of f32.
+constexpr int64_t kAliasingWidth = 256;
+constexpr int64_t kRowPadding = 16;
+
 struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -80,12 +85,31 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
     // [in, out], so that a row of W^T (the outputs of one input feature) is contiguous and the
     // register tiles broadcast x and load W^T.
     auto weightType = op.getWeight().getType();
-    Value transposedEmpty = tensor::EmptyOp::create(
-        rewriter, loc, ArrayRef<int64_t>{weightType.getDimSize(1), weightType.getDimSize(0)},
-        weightType.getElementType());
-    Value transposed = linalg::TransposeOp::create(rewriter, loc, op.getWeight(), transposedEmpty,
-                                                   ArrayRef<int64_t>{1, 0})
-                           .getResult()[0];
+    int64_t in = weightType.getDimSize(1), out = weightType.getDimSize(0);
+    Type weightElement = weightType.getElementType();
+    Value transposed;
+    if (out % kAliasingWidth != 0) {
+      Value empty =
+          tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{in, out}, weightElement);
+      transposed =
+          linalg::TransposeOp::create(rewriter, loc, op.getWeight(), empty, ArrayRef<int64_t>{1, 0})
+              .getResult()[0];
+    } else {
+      // Rows a multiple of 1 KiB apart map to the same L1 sets: the register tiles, which read
+      // one row of W^T per step, would evict each other. The rows are padded by one cache line.
+      Value padded = tensor::EmptyOp::create(
+          rewriter, loc, ArrayRef<int64_t>{in, out + kRowPadding}, weightElement);
+      SmallVector<OpFoldResult> zeros(2, rewriter.getIndexAttr(0));
+      SmallVector<OpFoldResult> sizes = {rewriter.getIndexAttr(in), rewriter.getIndexAttr(out)};
+      SmallVector<OpFoldResult> ones(2, rewriter.getIndexAttr(1));
+      Value view = tensor::ExtractSliceOp::create(rewriter, loc, padded, zeros, sizes, ones);
+      Value written =
+          linalg::TransposeOp::create(rewriter, loc, op.getWeight(), view, ArrayRef<int64_t>{1, 0})
+              .getResult()[0];
+      Value whole =
+          tensor::InsertSliceOp::create(rewriter, loc, written, padded, zeros, sizes, ones);
+      transposed = tensor::ExtractSliceOp::create(rewriter, loc, whole, zeros, sizes, ones);
+    }
     Value product = linalg::MatmulOp::create(rewriter, loc, TypeRange{accType},
                                              ValueRange{input, transposed}, ValueRange{init})
                         .getResult(0);
