@@ -70,11 +70,6 @@ private:
   Value add(Value a, Value c) { return arith::AddIOp::create(b_, loc_, a, c); }
   Value sub(Value a, Value c) { return arith::SubIOp::create(b_, loc_, a, c); }
   Value mul(Value a, Value c) { return arith::MulIOp::create(b_, loc_, a, c); }
-  /// Loads an element and widens it to f32.
-  Value loadF32(Value memref, ValueRange indices) {
-    Value value = memref::LoadOp::create(b_, loc_, memref, indices);
-    return value.getType() == f32_ ? value : arith::ExtFOp::create(b_, loc_, f32_, value);
-  }
   /// Reads head_dim contiguous elements starting at `indices` as an f32 vector.
   Value readHead(Value memref, ValueRange indices) {
     auto type = VectorType::get({headDim_}, elementType_);
