@@ -27,20 +27,27 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
 }
 
 def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::func::FuncOp"> {
-  let summary = "Lower mha.attention to blocked loops with an online softmax";
+  let summary = "Lower mha.attention to register-blocked loops with an online softmax";
   let description = [{
     FlashAttention's schedule, written as loops over buffers: for each batch, head and block of
     `query-block` query rows, the keys are visited in blocks of `key-block`, keeping for every
     row a running maximum, a running sum and an f32 accumulator of width head_dim. No
-    `[S, Skv]` score matrix exists; the scratch memory is one block of scores and one block of
-    accumulators. Key blocks past a row block's causal limit or past `kv_lens[b]` are not
-    visited. Grouped-query heads read the key/value head they share in place.
+    `[S, Skv]` score matrix exists; the scratch memory is the block's transposed queries, one
+    block of scores and one block of accumulators. Both products are register tiles of outer
+    products (broadcast scalar times vector) sized to fill `accumulator-registers` vector
+    registers of `vector-lanes` f32 lanes. Key blocks past a row block's causal limit or past
+    `kv_lens[b]` are not visited. Grouped-query heads read the key/value head they share in
+    place.
   }];
   let options = [
-    Option<"queryBlock", "query-block", "int64_t", /*default=*/"32",
+    Option<"queryBlock", "query-block", "int64_t", /*default=*/"64",
            "Query rows processed together against each key block">,
-    Option<"keyBlock", "key-block", "int64_t", /*default=*/"128",
+    Option<"keyBlock", "key-block", "int64_t", /*default=*/"96",
            "Keys per block of scores">,
+    Option<"vectorLanes", "vector-lanes", "int64_t", /*default=*/"16",
+           "f32 lanes of one vector register of the target">,
+    Option<"accumulatorRegisters", "accumulator-registers", "int64_t", /*default=*/"24",
+           "Vector registers a register tile's accumulators may take">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

@@ -51,7 +51,8 @@ LogicalResult lowerMhaToLinalg(ModuleOp module, const Schedule &schedule) {
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   funcPm.addPass(createConvertMhaToLinalg());
   funcPm.addPass(createConvertMhaAttentionToLoops(ConvertMhaAttentionToLoopsOptions{
-      schedule.attention.queryBlock, schedule.attention.keyBlock}));
+      schedule.attention.queryBlock, schedule.attention.keyBlock, schedule.attention.vectorLanes,
+      schedule.attention.accumulatorRegisters}));
   funcPm.addPass(createCanonicalizerPass());
   funcPm.addPass(createCSEPass());
   return pm.run(module);

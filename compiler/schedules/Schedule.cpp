@@ -14,10 +14,17 @@ Schedule defaultSchedule(const CpuTarget &target) {
   Schedule schedule;
   // A register tile of rows x (2 vectors) f32 accumulators: 8 x 32 fills 16 of the 32 zmm
   // registers on AVX-512; 6 x 16 fills 12 of the 16 ymm registers on AVX2.
-  if (target.vectorBits >= 512)
+  // Attention's tiles span the query block in vectors: 64 queries are 4 zmm registers a row,
+  // 6 rows of keys fill 24 of them; on AVX2, 32 queries are 4 ymm registers, 3 rows fill 12.
+  if (target.vectorBits >= 512) {
     schedule.projection.registerTile = {8, 32, 1};
-  else
+    schedule.attention = {/*queryBlock=*/64, /*keyBlock=*/96, /*vectorLanes=*/16,
+                          /*accumulatorRegisters=*/24};
+  } else {
     schedule.projection.registerTile = {6, 16, 1};
+    schedule.attention = {/*queryBlock=*/32, /*keyBlock=*/96, /*vectorLanes=*/8,
+                          /*accumulatorRegisters=*/12};
+  }
   return schedule;
 }
 

@@ -26,8 +26,12 @@ struct ProjectionSchedule {
 
 /// Blocking of attention (see convert-mha-attention-to-loops).
 struct AttentionSchedule {
-  int64_t queryBlock = 32;
-  int64_t keyBlock = 128;
+  int64_t queryBlock = 64;
+  int64_t keyBlock = 96;
+  /// The target's f32 lanes per vector register, and how many registers a register tile's
+  /// accumulators may fill (the rest hold the loaded and broadcast operands).
+  int64_t vectorLanes = 16;
+  int64_t accumulatorRegisters = 24;
 };
 
 struct Schedule {

@@ -2,21 +2,31 @@
 //
 // Part of mhac.
 //
-// The loop nest, for each attention op (B batches, H heads, G = H / Hkv heads per kv head):
+// The loop nest, for each attention op (B batches, H heads, G = H / Hkv heads per kv head, QB
+// query rows and KB keys per block):
 //
-//   parallel b < B, h < H, i0 < S step QB:              one block of query rows
-//     acc[QB][Dh] = 0, m[QB] = -inf, l[QB] = 0
+//   parallel b < B, h < H, i0 < S step QB:                  one block of query rows
+//     qT[Dh][QB] = scale * q[b, i0:i0+QB, h, :]^T            (0 past the last row)
+//     o[QB][Dh] = 0;  m[QB] = -inf;  l[QB] = 0               (m, l: vectors over queries)
 //     end = min(kvLen(b), causal limit of the block's last row)
-//     for j0 < end step KB:                             one block of keys
-//       for each row i of the block with valid keys in [j0, j0 + KB):
-//         s[c] = scale * q[b,i,h,:] . k[b,j0+c,h/G,:]    (valid keys only)
-//         m' = max(m[i], max_c s[c]);  p[c] = exp(s[c] - m');  alpha = exp(m[i] - m')
-//         l[i] = alpha * l[i] + sum_c p[c];  acc[i,:] = alpha * acc[i,:] + sum_c p[c]
-//         v[b,j0+c,h/G,:]
-//     out[b,i,h,:] = acc[i,:] / l[i]  (0 for a row without any valid key)
+//     for j0 < end step KB:                                  one block of keys
+//       sT[KB][QB] = k[b, j0:j0+KB, h/G, :] . qT             (masked lanes: -inf)
+//       m' = max(m, max_j sT[j]);  alpha = exp(m - m');  pT[j] = exp(sT[j] - m')
+//       l = alpha * l + sum_j pT[j];  o = alpha * o + pT^T . v[b, j0:j0+KB, h/G, :]
+//       m = m'
+//     out[b, i, h, :] = o[i] / l[i]  (0 for a row without any valid key)
+//
+// Both products are register-blocked outer products, the micro-kernel of a GEMM: the scores as
+// (a few key rows) x (the whole query block, in vector registers) accumulating over the head,
+// with the query block transposed once per task so that its columns are vectors; p.v as (a few
+// query rows) x (the head, in vector registers) accumulating over the keys. The scores are kept
+// transposed, one vector per key over the block's queries, so the softmax's maxima and sums are
+// vertical: no horizontal reduction anywhere.
 //
 // Scores are only ever compared with and subtracted from their running maximum, so |s| up to
-// 1e4 cannot overflow, and a fully masked row keeps l = 0 and writes 0.
+// 1e4 cannot overflow. While a row has seen no valid key its maximum is -inf; it is replaced by
+// 0 where it is subtracted, so p and alpha are exp(-inf) = 0 instead of NaN, l stays 0, and the
+// row writes 0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,7 +38,9 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <algorithm>
 #include <limits>
+#include <numeric>
 
 namespace mhac {
 #define GEN_PASS_DEF_CONVERTMHAATTENTIONTOLOOPS
@@ -49,13 +61,32 @@ MemRefType anyLayoutMemRef(RankedTensorType tensorType) {
   return MemRefType::get(tensorType.getShape(), tensorType.getElementType(), layout);
 }
 
+/// The number of rows of a register tile: the largest divisor of `extent` (so that every tile is
+/// whole and static) whose tile of rows x `rowVectors` accumulators fits in `registers`. Each row
+/// broadcasts from its own address, so at most 8 rows keep those addresses in registers too.
+int64_t tileRows(int64_t extent, int64_t rowVectors, int64_t registers) {
+  constexpr int64_t kMaxRows = 8;
+  int64_t rows = std::clamp<int64_t>(registers / rowVectors, 1, kMaxRows);
+  while (extent % rows != 0)
+    --rows;
+  return rows;
+}
+
+/// The sizes the loop nest is built from.
+struct AttentionBlocking {
+  int64_t queryBlock, keyBlock;
+  /// Rows of the score tile (keys) and of the p.v tile (query rows).
+  int64_t keyTile, queryTile;
+};
+
 /// Builds the loop nest of one mha.attention.
 class AttentionLowering {
 public:
-  AttentionLowering(mha::AttentionOp op, OpBuilder &b, int64_t queryBlock, int64_t keyBlock)
-      : op_(op), b_(b), loc_(op.getLoc()), queryBlock_(queryBlock), keyBlock_(keyBlock),
-        headDim_(op.getHeadDim()), f32_(b.getF32Type()),
-        elementType_(op.getQuery().getType().getElementType()) {}
+  AttentionLowering(mha::AttentionOp op, OpBuilder &b, AttentionBlocking blocking)
+      : op_(op), b_(b), loc_(op.getLoc()), blocking_(blocking), headDim_(op.getHeadDim()),
+        f32_(b.getF32Type()), elementType_(op.getQuery().getType().getElementType()),
+        queryVector_(VectorType::get({blocking.queryBlock}, f32_)),
+        headVector_(VectorType::get({headDim_}, f32_)) {}
 
   /// Emits the loops and returns the tensor holding the result.
   Value build();
@@ -65,11 +96,22 @@ private:
   Value f32(double value) {
     return arith::ConstantOp::create(b_, loc_, b_.getF32FloatAttr(static_cast<float>(value)));
   }
+  Value splat(VectorType type, Value scalar) {
+    return vector::BroadcastOp::create(b_, loc_, type, scalar);
+  }
   Value minIndex(Value a, Value c) { return arith::MinSIOp::create(b_, loc_, a, c); }
   Value maxIndex(Value a, Value c) { return arith::MaxSIOp::create(b_, loc_, a, c); }
   Value add(Value a, Value c) { return arith::AddIOp::create(b_, loc_, a, c); }
   Value sub(Value a, Value c) { return arith::SubIOp::create(b_, loc_, a, c); }
   Value mul(Value a, Value c) { return arith::MulIOp::create(b_, loc_, a, c); }
+  Value fma(Value a, Value x, Value acc) { return vector::FMAOp::create(b_, loc_, a, x, acc); }
+  /// Loads one element of an input as f32.
+  Value loadScalar(Value memref, ValueRange indices) {
+    Value value = memref::LoadOp::create(b_, loc_, memref, indices);
+    if (elementType_ == f32_)
+      return value;
+    return arith::ExtFOp::create(b_, loc_, f32_, value);
+  }
   /// Reads head_dim contiguous elements starting at `indices` as an f32 vector.
   Value readHead(Value memref, ValueRange indices) {
     auto type = VectorType::get({headDim_}, elementType_);
@@ -78,7 +120,13 @@ private:
                                                   ArrayRef<bool>{true});
     if (elementType_ == f32_)
       return vector;
-    return arith::ExtFOp::create(b_, loc_, VectorType::get({headDim_}, f32_), vector);
+    return arith::ExtFOp::create(b_, loc_, headVector_, vector);
+  }
+  Value loadVector(VectorType type, Value memref, ValueRange indices) {
+    return vector::LoadOp::create(b_, loc_, type, memref, indices);
+  }
+  void storeVector(Value vector, Value memref, ValueRange indices) {
+    vector::StoreOp::create(b_, loc_, vector, memref, indices);
   }
   /// Emits `for (iv = lb; iv < ub; iv += step) body(iv)`.
   void forLoop(Value lb, Value ub, Value step, function_ref<void(Value)> body) {
@@ -87,94 +135,110 @@ private:
     b_.setInsertionPointToStart(loop.getBody());
     body(loop.getInductionVar());
   }
+  /// Emits a loop carrying `init` through `body(iv, carried) -> next` and returns the results.
+  SmallVector<Value> forLoop(Value lb, Value ub, Value step, ValueRange init,
+                             function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    auto loop = scf::ForOp::create(b_, loc_, lb, ub, step, init);
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(loop.getBody());
+    scf::YieldOp::create(b_, loc_, body(loop.getInductionVar(), loop.getRegionIterArgs()));
+    return loop.getResults();
+  }
 
-  /// Processes key block [j0, j0 + cols) for query row `row` of the block (row index `i`).
-  void buildRowUpdate(Value batch, Value i, Value row, Value qCol, Value kvCol, Value j0,
-                      Value validCols);
+  /// sT[j][:] for the keys j0 + [0, KB): valid lanes hold q.k, the others -inf.
+  void buildScores(Value j0, Value cols);
+  /// o[i][:] = alpha[i] * o[i][:] + sum_{j < cols} pT[j][i] * v[j0 + j][:].
+  void buildValueUpdate(Value j0, Value cols, Value rowsInUse);
 
   mha::AttentionOp op_;
   OpBuilder &b_;
   Location loc_;
-  int64_t queryBlock_, keyBlock_, headDim_;
+  AttentionBlocking blocking_;
+  int64_t headDim_;
   Type f32_, elementType_;
-  Value query_, key_, value_;
-  Value acc_, rowMax_, rowSum_, scores_;
+  VectorType queryVector_, headVector_;
+  // Inputs, and what every iteration of the parallel loop shares.
+  Value key_, value_, batch_, kvCol_, i0_, diagonal_, lastKey_;
+  // Scratch of one parallel iteration.
+  Value queryT_, scores_, acc_, alpha_;
 };
 
-void AttentionLowering::buildRowUpdate(Value batch, Value i, Value row, Value qCol, Value kvCol,
-                                       Value j0, Value validCols) {
+void AttentionLowering::buildScores(Value j0, Value cols) {
+  int64_t tile = blocking_.keyTile;
   Value c0 = index(0), c1 = index(1);
-  Value negInf = f32(-std::numeric_limits<double>::infinity());
-  Value scale = arith::ConstantOp::create(b_, loc_, op_.getScaleAttr());
-  auto headType = VectorType::get({headDim_}, f32_);
-  auto blockType = VectorType::get({keyBlock_}, f32_);
-  auto fast = arith::FastMathFlagsAttr::get(b_.getContext(), arith::FastMathFlags::reassoc |
-                                                                 arith::FastMathFlags::contract);
+  Value negInf = splat(queryVector_, f32(-std::numeric_limits<double>::infinity()));
+  auto laneType = VectorType::get({blocking_.queryBlock}, b_.getI32Type());
+  SmallVector<int32_t> lanes(blocking_.queryBlock);
+  std::iota(lanes.begin(), lanes.end(), 0);
+  Value laneIndex = arith::ConstantOp::create(b_, loc_, DenseIntElementsAttr::get(laneType, lanes));
 
-  // The query row, as one vector over the head.
-  Value query = readHead(query_, {batch, i, qCol});
-
-  // Scores of the valid keys: a vector product with each key row, summed in any order.
-  forLoop(c0, validCols, c1, [&](Value c) {
-    Value key = readHead(key_, {batch, add(j0, c), kvCol});
-    Value products = arith::MulFOp::create(b_, loc_, query, key);
-    Value dot = vector::ReductionOp::create(b_, loc_, vector::CombiningKind::ADD, products, Value(),
-                                            fast.getValue());
-    memref::StoreOp::create(b_, loc_, arith::MulFOp::create(b_, loc_, dot, scale), scores_, c);
+  forLoop(c0, index(blocking_.keyBlock), index(tile), [&](Value jt) {
+    // The key rows of this tile; rows past the block are clamped to a row that exists and
+    // masked below.
+    SmallVector<Value> keyRows;
+    for (int64_t t = 0; t < tile; ++t)
+      keyRows.push_back(minIndex(add(add(j0, jt), index(t)), lastKey_));
+    Value zero = splat(queryVector_, f32(0));
+    SmallVector<Value> init(tile, zero);
+    SmallVector<Value> sums = forLoop(
+        c0, index(headDim_), c1, init, [&](Value d, ValueRange partial) {
+          Value queries = loadVector(queryVector_, queryT_, {d, c0});
+          Value column = add(kvCol_, d);
+          SmallVector<Value> next;
+          for (int64_t t = 0; t < tile; ++t) {
+            Value key = loadScalar(key_, {batch_, keyRows[t], column});
+            next.push_back(fma(splat(queryVector_, key), queries, partial[t]));
+          }
+          return next;
+        });
+    // Query lane i sees key j when j < cols and, if causal, j0 + j <= i0 + i + diagonal: the
+    // valid lanes are those from `first` on.
+    for (int64_t t = 0; t < tile; ++t) {
+      Value j = add(jt, index(t));
+      Value first = index(0);
+      if (op_.getCausal())
+        first = maxIndex(c0, sub(sub(add(j0, j), diagonal_), i0_));
+      Value inBlock = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::slt, j, cols);
+      first = arith::SelectOp::create(b_, loc_, inBlock, minIndex(first, index(blocking_.queryBlock)),
+                                      index(blocking_.queryBlock));
+      Value firstLane = arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), first);
+      Value valid = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sge, laneIndex,
+                                          splat(laneType, firstLane));
+      storeVector(arith::SelectOp::create(b_, loc_, valid, sums[t], negInf), scores_, {j, c0});
+    }
   });
+}
 
-  // The block of scores as one vector; lanes past the valid keys read -inf, which the maximum
-  // ignores and exp turns into 0.
-  Value laneMask = vector::CreateMaskOp::create(
-      b_, loc_, VectorType::get({keyBlock_}, b_.getI1Type()), ValueRange{validCols});
-  Value scores = vector::TransferReadOp::create(b_, loc_, blockType, scores_, ValueRange{c0},
-                                                b_.getMultiDimIdentityMap(1), negInf, laneMask,
-                                                b_.getBoolArrayAttr({true}));
-  Value blockMax = vector::ReductionOp::create(b_, loc_, vector::CombiningKind::MAXIMUMF, scores);
-
-  // New running maximum; alpha rescales what was accumulated under the old one.
-  Value oldMax = memref::LoadOp::create(b_, loc_, rowMax_, row);
-  Value newMax = arith::MaximumFOp::create(b_, loc_, oldMax, blockMax);
-  Value alpha = math::ExpOp::create(b_, loc_, arith::SubFOp::create(b_, loc_, oldMax, newMax));
-  memref::StoreOp::create(b_, loc_, newMax, rowMax_, row);
-
-  // p = exp(s - max), kept in place of the scores; l = alpha * l + sum(p).
-  Value shifted = arith::SubFOp::create(b_, loc_, scores,
-                                        vector::BroadcastOp::create(b_, loc_, blockType, newMax));
-  Value probabilities = math::ExpOp::create(b_, loc_, shifted);
-  vector::TransferWriteOp::create(b_, loc_, probabilities, scores_, ValueRange{c0},
-                                  ArrayRef<bool>{true});
-  Value blockSum = vector::ReductionOp::create(b_, loc_, vector::CombiningKind::ADD, probabilities,
-                                               Value(), fast.getValue());
-  Value oldSum = memref::LoadOp::create(b_, loc_, rowSum_, row);
-  memref::StoreOp::create(b_, loc_, math::FmaOp::create(b_, loc_, alpha, oldSum, blockSum), rowSum_,
-                          row);
-
-  // acc = alpha * acc + sum_c p[c] * v[j0 + c], the accumulator row carried as a vector.
-  Value accRow = vector::TransferReadOp::create(b_, loc_, headType, acc_, ValueRange{row, c0},
-                                                f32(0), ArrayRef<bool>{true});
-  accRow = arith::MulFOp::create(b_, loc_, accRow,
-                                 vector::BroadcastOp::create(b_, loc_, headType, alpha));
-  auto update = scf::ForOp::create(b_, loc_, c0, validCols, c1, ValueRange{accRow});
-  {
-    OpBuilder::InsertionGuard guard(b_);
-    b_.setInsertionPointToStart(update.getBody());
-    Value c = update.getInductionVar();
-    Value p = memref::LoadOp::create(b_, loc_, scores_, c);
-    Value value = readHead(value_, {batch, add(j0, c), kvCol});
-    Value next = vector::FMAOp::create(b_, loc_, vector::BroadcastOp::create(b_, loc_, headType, p),
-                                       value, update.getRegionIterArgs()[0]);
-    scf::YieldOp::create(b_, loc_, next);
-  }
-  vector::TransferWriteOp::create(b_, loc_, update.getResult(0), acc_, ValueRange{row, c0},
-                                  ArrayRef<bool>{true});
+void AttentionLowering::buildValueUpdate(Value j0, Value cols, Value rowsInUse) {
+  int64_t tile = blocking_.queryTile;
+  Value c0 = index(0), c1 = index(1);
+  forLoop(c0, rowsInUse, index(tile), [&](Value it) {
+    SmallVector<Value> init;
+    for (int64_t t = 0; t < tile; ++t) {
+      Value row = add(it, index(t));
+      Value alpha = memref::LoadOp::create(b_, loc_, alpha_, row);
+      init.push_back(arith::MulFOp::create(b_, loc_, loadVector(headVector_, acc_, {row, c0}),
+                                           splat(headVector_, alpha)));
+    }
+    SmallVector<Value> rows = forLoop(c0, cols, c1, init, [&](Value j, ValueRange partial) {
+      Value value = readHead(value_, {batch_, add(j0, j), kvCol_});
+      SmallVector<Value> next;
+      for (int64_t t = 0; t < tile; ++t) {
+        Value p = memref::LoadOp::create(b_, loc_, scores_, ValueRange{j, add(it, index(t))});
+        next.push_back(fma(splat(headVector_, p), value, partial[t]));
+      }
+      return next;
+    });
+    for (int64_t t = 0; t < tile; ++t)
+      storeVector(rows[t], acc_, {add(it, index(t)), c0});
+  });
 }
 
 Value AttentionLowering::build() {
   auto queryType = op_.getQuery().getType();
   auto keyType = op_.getKey().getType();
-  query_ = bufferization::ToBufferOp::create(b_, loc_, anyLayoutMemRef(queryType), op_.getQuery(),
-                                             /*read_only=*/true);
+  Value query = bufferization::ToBufferOp::create(b_, loc_, anyLayoutMemRef(queryType),
+                                                  op_.getQuery(), /*read_only=*/true);
   key_ = bufferization::ToBufferOp::create(b_, loc_, anyLayoutMemRef(keyType), op_.getKey(),
                                            /*read_only=*/true);
   value_ = bufferization::ToBufferOp::create(b_, loc_, anyLayoutMemRef(keyType), op_.getValue(),
@@ -185,23 +249,25 @@ Value AttentionLowering::build() {
         b_, loc_, anyLayoutMemRef(cast<RankedTensorType>(lens.getType())), lens,
         /*read_only=*/true);
 
+  int64_t queryBlock = blocking_.queryBlock, keyBlock = blocking_.keyBlock;
   Value c0 = index(0), c1 = index(1), dh = index(headDim_);
-  Value batchSize = memref::DimOp::create(b_, loc_, query_, 0);
-  Value seq = memref::DimOp::create(b_, loc_, query_, 1);
+  Value batchSize = memref::DimOp::create(b_, loc_, query, 0);
+  Value seq = memref::DimOp::create(b_, loc_, query, 1);
   Value kvSeq = memref::DimOp::create(b_, loc_, key_, 1);
 
   // The output; each parallel iteration below has its own scratch.
   SmallVector<Value> dynamicSizes;
   for (int64_t i = 0; i < queryType.getRank(); ++i)
     if (queryType.isDynamicDim(i))
-      dynamicSizes.push_back(memref::DimOp::create(b_, loc_, query_, i));
+      dynamicSizes.push_back(memref::DimOp::create(b_, loc_, query, i));
   auto outType = MemRefType::get(queryType.getShape(), elementType_);
   Value out = memref::AllocOp::create(b_, loc_, outType, dynamicSizes, b_.getI64IntegerAttr(64));
   Value negInf = f32(-std::numeric_limits<double>::infinity());
   Value zero = f32(0);
   Value groupSize = index(op_.getGroupSize());
-  Value diagonal = sub(kvSeq, seq); // key j is visible to query i when j <= i + diagonal
-  Value queryBlocks = arith::CeilDivSIOp::create(b_, loc_, seq, index(queryBlock_));
+  diagonal_ = sub(kvSeq, seq); // key j is visible to query i when j <= i + diagonal
+  lastKey_ = sub(kvSeq, c1);
+  Value queryBlocks = arith::CeilDivSIOp::create(b_, loc_, seq, index(queryBlock));
 
   // One parallel iteration per (batch, head, query block): independent, and each with its own
   // scratch, so the runtime's threads can share them out.
@@ -210,67 +276,99 @@ Value AttentionLowering::build() {
                                           ValueRange{c1, c1, c1});
   OpBuilder::InsertionGuard guard(b_);
   b_.setInsertionPointToStart(parallel.getBody());
-  Value batch = parallel.getInductionVars()[0];
+  batch_ = parallel.getInductionVars()[0];
   Value head = parallel.getInductionVars()[1];
-  Value i0 = mul(parallel.getInductionVars()[2], index(queryBlock_));
-  acc_ = memref::AllocaOp::create(b_, loc_, MemRefType::get({queryBlock_, headDim_}, f32_));
-  rowMax_ = memref::AllocaOp::create(b_, loc_, MemRefType::get({queryBlock_}, f32_));
-  rowSum_ = memref::AllocaOp::create(b_, loc_, MemRefType::get({queryBlock_}, f32_));
-  scores_ = memref::AllocaOp::create(b_, loc_, MemRefType::get({keyBlock_}, f32_));
+  i0_ = mul(parallel.getInductionVars()[2], index(queryBlock));
+  auto scratch = [&](ArrayRef<int64_t> shape) {
+    return memref::AllocaOp::create(b_, loc_, MemRefType::get(shape, f32_), ValueRange{},
+                                    b_.getI64IntegerAttr(64));
+  };
+  queryT_ = scratch({headDim_, queryBlock});
+  scores_ = scratch({keyBlock, queryBlock});
+  acc_ = scratch({queryBlock, headDim_});
+  alpha_ = scratch({queryBlock});
 
   Value kvLen = kvSeq;
   if (kvLens) {
     // The entry point has checked 0 <= kv_lens[b] <= Skv.
-    Value len = memref::LoadOp::create(b_, loc_, kvLens, batch);
+    Value len = memref::LoadOp::create(b_, loc_, kvLens, batch_);
     kvLen = arith::IndexCastOp::create(b_, loc_, b_.getIndexType(), len);
   }
   Value qCol = mul(head, dh);
-  Value kvCol = mul(arith::DivUIOp::create(b_, loc_, head, groupSize), dh);
-  Value rows = minIndex(index(queryBlock_), sub(seq, i0));
+  kvCol_ = mul(arith::DivUIOp::create(b_, loc_, head, groupSize), dh);
+  Value rows = minIndex(index(queryBlock), sub(seq, i0_));
+  // Rows of the p.v tiles in use: the block's rows rounded up to whole tiles.
+  Value tile = index(blocking_.queryTile);
+  Value rowsInUse = mul(arith::CeilDivSIOp::create(b_, loc_, rows, tile), tile);
+
+  // qT = scale * q^T, zero in the columns of rows past the end; o = 0.
+  Value scale = arith::ConstantOp::create(b_, loc_, op_.getScaleAttr());
+  forLoop(c0, dh, c1, [&](Value d) {
+    storeVector(splat(queryVector_, zero), queryT_, {d, c0});
+  });
   forLoop(c0, rows, c1, [&](Value r) {
-    memref::StoreOp::create(b_, loc_, negInf, rowMax_, r);
-    memref::StoreOp::create(b_, loc_, zero, rowSum_, r);
+    Value row = add(i0_, r);
     forLoop(c0, dh, c1, [&](Value d) {
-      memref::StoreOp::create(b_, loc_, zero, acc_, ValueRange{r, d});
+      Value q = loadScalar(query, {batch_, row, add(qCol, d)});
+      memref::StoreOp::create(b_, loc_, arith::MulFOp::create(b_, loc_, q, scale), queryT_,
+                              ValueRange{d, r});
     });
+  });
+  forLoop(c0, index(queryBlock), c1, [&](Value r) {
+    storeVector(splat(headVector_, zero), acc_, {r, c0});
   });
 
   // Keys past the block's last row's limit are masked for every row of the block.
   Value blockEnd = kvLen;
   if (op_.getCausal())
-    blockEnd = minIndex(kvLen, maxIndex(c0, add(add(i0, rows), diagonal)));
+    blockEnd = minIndex(kvLen, maxIndex(c0, add(add(i0_, rows), diagonal_)));
 
-  forLoop(c0, blockEnd, index(keyBlock_), [&](Value j0) {
-    Value cols = minIndex(index(keyBlock_), sub(blockEnd, j0));
-    forLoop(c0, rows, c1, [&](Value r) {
-      Value i = add(i0, r);
-      Value validCols = cols;
-      if (op_.getCausal()) {
-        Value rowEnd = add(add(i, diagonal), c1);
-        validCols = maxIndex(c0, minIndex(cols, sub(rowEnd, j0)));
-      }
-      Value any = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sgt, validCols, c0);
-      auto ifOp = scf::IfOp::create(b_, loc_, any, /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard inner(b_);
-      b_.setInsertionPointToStart(ifOp.thenBlock());
-      buildRowUpdate(batch, i, r, qCol, kvCol, j0, validCols);
-    });
-  });
+  Value initialMax = splat(queryVector_, negInf);
+  Value zeros = splat(queryVector_, zero);
+  SmallVector<Value> state = forLoop(
+      c0, blockEnd, index(keyBlock), {initialMax, zeros}, [&](Value j0, ValueRange carried) {
+        Value oldMax = carried[0], oldSum = carried[1];
+        Value cols = minIndex(index(keyBlock), sub(blockEnd, j0));
+        buildScores(j0, cols);
 
-  // out = acc / l, or 0 for a row that saw no valid key.
+        // m' = max(m, max_j sT[j]); rows past cols hold -inf and need no visit.
+        Value newMax = forLoop(c0, cols, c1, {oldMax}, [&](Value j, ValueRange partial) {
+          Value scores = loadVector(queryVector_, scores_, {j, c0});
+          return SmallVector<Value>{arith::MaximumFOp::create(b_, loc_, partial[0], scores)};
+        })[0];
+        Value isEmpty = arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OEQ, newMax,
+                                              splat(queryVector_, negInf));
+        Value shift = arith::SelectOp::create(b_, loc_, isEmpty, zeros, newMax);
+        Value alpha = math::ExpOp::create(b_, loc_, arith::SubFOp::create(b_, loc_, oldMax, shift));
+        storeVector(alpha, alpha_, {c0});
+
+        // pT = exp(sT - m'), in place; l = alpha * l + sum_j pT[j].
+        Value blockSum = forLoop(c0, cols, c1, {zeros}, [&](Value j, ValueRange partial) {
+          Value scores = loadVector(queryVector_, scores_, {j, c0});
+          Value p = math::ExpOp::create(b_, loc_, arith::SubFOp::create(b_, loc_, scores, shift));
+          storeVector(p, scores_, {j, c0});
+          return SmallVector<Value>{arith::AddFOp::create(b_, loc_, partial[0], p)};
+        })[0];
+        Value newSum = fma(alpha, oldSum, blockSum);
+
+        buildValueUpdate(j0, cols, rowsInUse);
+        return SmallVector<Value>{newMax, newSum};
+      });
+
+  // out = o / l, or 0 for a row that saw no valid key.
+  Value sums = state[1];
+  Value positive = arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OGT, sums, zeros);
+  Value inverse = arith::SelectOp::create(
+      b_, loc_, positive, arith::DivFOp::create(b_, loc_, splat(queryVector_, f32(1)), sums), zeros);
+  storeVector(inverse, alpha_, {c0});
+  auto outVector = VectorType::get({headDim_}, elementType_);
   forLoop(c0, rows, c1, [&](Value r) {
-    Value sum = memref::LoadOp::create(b_, loc_, rowSum_, r);
-    Value positive = arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OGT, sum, zero);
-    Value inverse = arith::SelectOp::create(b_, loc_, positive,
-                                            arith::DivFOp::create(b_, loc_, f32(1), sum), zero);
-    Value i = add(i0, r);
-    forLoop(c0, dh, c1, [&](Value d) {
-      Value a = memref::LoadOp::create(b_, loc_, acc_, ValueRange{r, d});
-      Value result = arith::MulFOp::create(b_, loc_, a, inverse);
-      if (elementType_ != f32_)
-        result = arith::TruncFOp::create(b_, loc_, elementType_, result);
-      memref::StoreOp::create(b_, loc_, result, out, ValueRange{batch, i, add(qCol, d)});
-    });
+    Value scaleRow = splat(headVector_, memref::LoadOp::create(b_, loc_, alpha_, r));
+    Value result = arith::MulFOp::create(b_, loc_, loadVector(headVector_, acc_, {r, c0}), scaleRow);
+    if (elementType_ != f32_)
+      result = arith::TruncFOp::create(b_, loc_, outVector, result);
+    vector::TransferWriteOp::create(b_, loc_, result, out, ValueRange{batch_, add(i0_, r), qCol},
+                                    ArrayRef<bool>{true});
   });
 
   b_.setInsertionPointAfter(parallel);
@@ -283,15 +381,27 @@ struct ConvertMhaAttentionToLoopsPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (queryBlock < 1 || keyBlock < 1) {
-      getOperation().emitError("query-block and key-block must be positive");
+    if (queryBlock < 1 || keyBlock < 1 || vectorLanes < 1 || accumulatorRegisters < 1) {
+      getOperation().emitError(
+          "query-block, key-block, vector-lanes and accumulator-registers must be positive");
       return signalPassFailure();
     }
     SmallVector<mha::AttentionOp> ops;
     getOperation().walk([&](mha::AttentionOp op) { ops.push_back(op); });
     for (mha::AttentionOp op : ops) {
+      auto vectors = [&](int64_t elements) { return llvm::divideCeil(elements, vectorLanes); };
+      // A query block spans whole vectors; a short static sequence (decoding, S = 7) takes one
+      // block of its own length rounded up to a vector rather than a mostly empty one.
+      int64_t rows = queryBlock;
+      int64_t seq = op.getQuery().getType().getDimSize(1);
+      if (!ShapedType::isDynamic(seq))
+        rows = std::min<int64_t>(rows, vectors(seq) * vectorLanes);
+      AttentionBlocking blocking{
+          rows, keyBlock,
+          tileRows(keyBlock, vectors(rows), accumulatorRegisters),
+          tileRows(rows, vectors(op.getHeadDim()), accumulatorRegisters)};
       OpBuilder builder(op);
-      Value result = AttentionLowering(op, builder, queryBlock, keyBlock).build();
+      Value result = AttentionLowering(op, builder, blocking).build();
       op.getResult().replaceAllUsesWith(result);
       op.erase();
     }

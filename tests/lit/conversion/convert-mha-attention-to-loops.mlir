@@ -1,40 +1,65 @@
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=16 key-block=64}))" | FileCheck %s
+// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=16 key-block=64 vector-lanes=8 accumulator-registers=12}))" | FileCheck %s --check-prefix=AVX2
 // RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=0}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
-// BAD-OPTION: error: query-block and key-block must be positive
+// RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{accumulator-registers=0}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
+// BAD-OPTION: error: query-block, key-block, vector-lanes and accumulator-registers must be positive
 
-// One parallel iteration per (batch, head, query block), each with its own scratch: one block
-// of accumulators (query-block x head_dim), its running max and sum, and one block of scores
-// (key-block). Nothing of size S x Skv exists.
+// One parallel iteration per (batch, head, query block), each with its own scratch: the block's
+// queries transposed (head_dim x query-block), one block of scores kept transposed (key-block x
+// query-block), the accumulators (query-block x head_dim) and one vector of factors. Nothing
+// of size S x Skv exists.
 // CHECK-LABEL: func.func @attention
 // CHECK:         %[[OUT:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x100x256xf32>
 // CHECK-NOT:     memref.alloc{{.*}}100x300
 // 100 query rows make 7 blocks of 16.
 // CHECK:         scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = (%c0, %c0, %c0) to (%{{.*}}, %c4, %c7)
-// CHECK-DAG:       memref.alloca() : memref<16x64xf32>
-// CHECK-DAG:       memref.alloca() : memref<16xf32>
-// CHECK-DAG:       memref.alloca() : memref<64xf32>
-// Key blocks, then the rows of the query block.
-// CHECK:           scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c64
-// CHECK:             scf.for
-// The online softmax, vectorized over the head and over the key block: dot products reduced in
-// any order, the block maximum, exp as a polynomial (no math.exp is left), and the accumulator
-// row carried as a vector through the p.v loop.
-// CHECK:                 vector.transfer_read {{.*}} vector<64xf32>
-// CHECK:                 vector.reduction <add>, %{{.*}} fastmath<reassoc,contract> : vector<64xf32> into f32
-// CHECK:                 vector.reduction <maximumf>, %{{.*}} : vector<64xf32> into f32
-// CHECK-NOT:             math.exp
-// CHECK:                 vector.fma {{.*}} : vector<64xf32>
+// CHECK-DAG:       %[[QT:.*]] = memref.alloca() {alignment = 64 : i64} : memref<64x16xf32>
+// CHECK-DAG:       %[[SCORES:.*]] = memref.alloca() {alignment = 64 : i64} : memref<64x16xf32>
+// CHECK-DAG:       %[[ACC:.*]] = memref.alloca() {alignment = 64 : i64} : memref<16x64xf32>
+// CHECK-DAG:       memref.alloca() {alignment = 64 : i64} : memref<16xf32>
+// The key blocks carry the running maximum and sum of every query of the block as vectors.
+// CHECK:           scf.for %{{.*}} = %c0 to %c300 step %c64 iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<16xf32>, vector<16xf32>)
+// Scores: tiles of 8 key rows (8 broadcast addresses at most) x the 16 queries, accumulated
+// over the head in registers.
+// CHECK:             scf.for %{{.*}} = %c0 to %c64 step %c8
+// CHECK:               scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK:                 vector.load %[[QT]]
+// CHECK:                 vector.broadcast %{{.*}} : f32 to vector<16xf32>
+// CHECK:                 vector.fma %{{.*}} : vector<16xf32>
+// Masked lanes become -inf before they are stored.
+// CHECK:               arith.cmpi {{sge|sle}}, %{{.*}} : vector<16xi32>
+// CHECK:               arith.select %{{.*}} : vector<16xi1>, vector<16xf32>
+// CHECK:               vector.store %{{.*}}, %[[SCORES]]
+// The softmax is vertical (element-wise over the query vector): no reduction, exp as a
+// polynomial.
+// CHECK-NOT:         vector.reduction
+// CHECK:             arith.maximumf %{{.*}} : vector<16xf32>
+// CHECK-NOT:         math.exp
+// p.v: tiles of 4 query rows x the head (4 rows x 4 zmm = 16 accumulators), carried over the
+// keys.
+// CHECK:             scf.for %{{.*}} step %c4
+// CHECK:               scf.for {{.*}} iter_args({{.*}}) -> (vector<64xf32>, vector<64xf32>, vector<64xf32>, vector<64xf32>)
+// CHECK:                 vector.fma %{{.*}} : vector<64xf32>
+// CHECK:               vector.store %{{.*}}, %[[ACC]]
 // CHECK:         bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK-NOT:     mha.attention
+
+// With AVX2's 8 lanes and 12 accumulator registers: 6 key rows x 2 ymm, 2 query rows x 8 ymm.
+// AVX2-LABEL: func.func @attention
+// AVX2:         scf.for %{{.*}} = %c0 to %c64 step %c4
+// AVX2:           scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// AVX2:         scf.for %{{.*}} step %c1 iter_args({{.*}}) -> (vector<64xf32>)
 func.func @attention(%q: tensor<?x100x256xf32>, %k: tensor<?x300x128xf32>, %v: tensor<?x300x128xf32>) -> tensor<?x100x256xf32> {
   %a = mha.attention %q, %k, %v heads(4) kv_heads(2) head_dim(64) scale(0.125) : (tensor<?x100x256xf32>, tensor<?x300x128xf32>, tensor<?x300x128xf32>) -> tensor<?x100x256xf32>
   return %a : tensor<?x100x256xf32>
 }
 
-// kv_lens is read once per batch entry; causal limits the key loop of each query block.
+// kv_lens is read once per batch entry; causal limits the key loop of each query block. A
+// static sequence of 8 rows gets one block of 16 (one vector), not of query-block.
 // CHECK-LABEL: func.func @masked
 // CHECK:         scf.parallel (%[[B:[^,]*]],
-// CHECK:           memref.load %{{.*}}[%[[B]]] : memref<?xi32, strided<[?], offset: ?>>
+// CHECK-DAG:       memref.alloca() {alignment = 64 : i64} : memref<16x16xf32>
+// CHECK-DAG:       memref.load %{{.*}}[%[[B]]] : memref<?xi32, strided<[?], offset: ?>>
 // CHECK:           arith.index_cast
 // CHECK:           arith.minsi
 func.func @masked(%q: tensor<?x8x32xbf16>, %kv: tensor<?x9x32xbf16>, %lens: tensor<?xi32>) -> tensor<?x8x32xbf16> {
