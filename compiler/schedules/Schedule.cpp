@@ -68,6 +68,28 @@ module attributes {{transform.with_named_sequence} {{
     transform.yield %op : !transform.any_op
   }
 
+  // Matches a matmul whose reduction is deeper than one reduction block.
+  transform.named_sequence @match_deep_reduction(%op: !transform.any_op {{transform.readonly})
+      -> !transform.any_op {{
+    transform.match.operation_name %op ["linalg.matmul"] : !transform.any_op
+    %k = transform.match.structured %op : (!transform.any_op) -> !transform.param<i64> {{
+    ^bb0(%s: !transform.any_op):
+      %d2 = transform.match.structured.dim %s[2] : (!transform.any_op) -> !transform.param<i64>
+      transform.match.structured.yield %d2 : !transform.param<i64>
+    }
+    %block = transform.param.constant {5} : i64 -> !transform.param<i64>
+    transform.match.param.cmpi gt %k, %block : !transform.param<i64>
+    transform.yield %op : !transform.any_op
+  }
+
+  // Splits the reduction into blocks, the last one peeled if partial.
+  transform.named_sequence @block_reduction(%op: !transform.any_op {{transform.consumed}) {{
+    %blocked, %depth = transform.structured.tile_using_for %op tile_sizes [0, 0, {5}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.include @peel failures(suppress) (%depth) : (!transform.any_op) -> ()
+    transform.yield
+  }
+
   // Tiles the reduction of a full register tile and vectorizes it.
   transform.named_sequence @vectorize_full_tile(%tile: !transform.any_op {{transform.consumed}) {{
     %step, %reduction = transform.structured.tile_using_for %tile tile_sizes [0, 0, {4}]
@@ -89,18 +111,25 @@ module attributes {{transform.with_named_sequence} {{
           : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
       %fusedInit, %forall = transform.structured.fuse_into_containing_op %init into %tiles
           : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
-      %micro, %rows, %columns = transform.structured.tile_using_for %tiled
-          tile_sizes [{2}, {3}, 0]
+      // Blocks of the reduction where it is deeper than one block: each block's slice of a
+      // weight column panel (kc x 32) stays in L1 while every row tile of the cache tile passes
+      // over it (the column loop outside the row loop).
+      %reblocked = transform.foreach_match in %forall @match_deep_reduction -> @block_reduction
+          : (!transform.any_op) -> !transform.any_op
+      %blocked = transform.structured.match ops{{["linalg.matmul"]} in %reblocked
+          : (!transform.any_op) -> !transform.any_op
+      %micro, %columns, %rows = transform.structured.tile_using_for %blocked
+          tile_sizes [{2}, {3}, 0] interchange = [1, 0, 2]
           : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
       transform.include @peel failures(suppress) (%columns) : (!transform.any_op) -> ()
       transform.include @peel failures(suppress) (%rows) : (!transform.any_op) -> ()
       // Peeled loops' tiles become static once their sizes fold.
-      transform.apply_patterns to %forall {{
+      transform.apply_patterns to %reblocked {{
         transform.apply_patterns.canonicalization
       } : !transform.any_op
       // Full tiles: the reduction loop innermost, vectorized plainly (a transform.foreach with a
       // suppressed failure would stop at the first partial tile, so they are picked by shape).
-      %vectorized = transform.foreach_match in %forall @match_full_tile -> @vectorize_full_tile
+      %vectorized = transform.foreach_match in %reblocked @match_full_tile -> @vectorize_full_tile
           : (!transform.any_op) -> !transform.any_op
       // Partial tiles at the edges (dynamic batch, S = 197, odd widths): one row at a time,
       // still with the reduction innermost so the row's accumulators stay in registers; masks
@@ -148,7 +177,7 @@ module attributes {{transform.with_named_sequence} {{
 }
 )mlir",
                        p.cacheTile[0], p.cacheTile[1], p.registerTile[0], p.registerTile[1],
-                       p.registerTile[2])
+                       p.registerTile[2], p.reductionBlock)
       .str();
 }
 

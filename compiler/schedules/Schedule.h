@@ -22,6 +22,8 @@ struct ProjectionSchedule {
   std::array<int64_t, 2> cacheTile = {128, 256};
   /// Register tiles over [M, N, K]: one vectorized micro-kernel step.
   std::array<int64_t, 3> registerTile = {8, 32, 1};
+  /// Inside a cache tile, the reduction is split into blocks of this many input features.
+  int64_t reductionBlock = 256;
 };
 
 /// Blocking of attention (see convert-mha-attention-to-loops).

@@ -145,7 +145,8 @@ private:
     return loop.getResults();
   }
 
-  /// sT[j][:] for the keys j0 + [0, KB): valid lanes hold q.k, the others -inf.
+  /// sT[j][:] for the keys j0 + [0, cols) (and up to the end of their last tile): valid lanes hold
+/// q.k, the others -inf.
   void buildScores(Value j0, Value cols);
   /// o[i][:] = alpha[i] * o[i][:] + sum_{j < cols} pT[j][i] * v[j0 + j][:].
   void buildValueUpdate(Value j0, Value cols, Value rowsInUse);
@@ -172,7 +173,10 @@ void AttentionLowering::buildScores(Value j0, Value cols) {
   std::iota(lanes.begin(), lanes.end(), 0);
   Value laneIndex = arith::ConstantOp::create(b_, loc_, DenseIntElementsAttr::get(laneType, lanes));
 
-  forLoop(c0, index(blocking_.keyBlock), index(tile), [&](Value jt) {
+  // Tiles up to the last valid key (a short or last block needs fewer than KB / tile of them).
+  Value tileSize = index(tile);
+  Value keysInUse = mul(arith::CeilDivSIOp::create(b_, loc_, cols, tileSize), tileSize);
+  forLoop(c0, keysInUse, tileSize, [&](Value jt) {
     // The key rows of this tile; rows past the block are clamped to a row that exists and
     // masked below.
     SmallVector<Value> keyRows;

@@ -20,8 +20,9 @@
 // The key blocks carry the running maximum and sum of every query of the block as vectors.
 // CHECK:           scf.for %{{.*}} = %c0 to %c300 step %c64 iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<16xf32>, vector<16xf32>)
 // Scores: tiles of 8 key rows (8 broadcast addresses at most) x the 16 queries, accumulated
-// over the head in registers.
-// CHECK:             scf.for %{{.*}} = %c0 to %c64 step %c8
+// over the head in registers, up to the tile of the block's last valid key.
+// CHECK:             %[[KEYS:.*]] = arith.muli %{{.*}}, %c8 : index
+// CHECK:             scf.for %{{.*}} = %c0 to %[[KEYS]] step %c8
 // CHECK:               scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK:                 vector.load %[[QT]]
 // CHECK:                 vector.broadcast %{{.*}} : f32 to vector<16xf32>
@@ -46,7 +47,7 @@
 
 // With AVX2's 8 lanes and 12 accumulator registers: 6 key rows x 2 ymm, 2 query rows x 8 ymm.
 // AVX2-LABEL: func.func @attention
-// AVX2:         scf.for %{{.*}} = %c0 to %c64 step %c4
+// AVX2:         scf.for %{{.*}} = %c0 to %{{.*}} step %c4
 // AVX2:           scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // AVX2:         scf.for %{{.*}} step %c1 iter_args({{.*}}) -> (vector<64xf32>)
 func.func @attention(%q: tensor<?x100x256xf32>, %k: tensor<?x300x128xf32>, %v: tensor<?x300x128xf32>) -> tensor<?x100x256xf32> {
