@@ -21,6 +21,13 @@
 
 namespace mhac {
 
+/// On a layer function's argument: it holds a parameter (a weight or a bias).
+constexpr llvm::StringLiteral kParameterAttr = "mhac.parameter";
+/// On the op whose result is a weight rearranged into the layout its kernel reads.
+constexpr llvm::StringLiteral kPreparedWeightAttr = "mhac.prepared_weight";
+/// The function that prepares the parameters of layer NAME is `mhac_prepare_NAME`.
+constexpr llvm::StringLiteral kPreparationPrefix = "mhac_prepare_";
+
 #define GEN_PASS_DECL
 #include "compiler/conversion/Passes.h.inc"
 

@@ -26,6 +26,20 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
   ];
 }
 
+def SplitWeightPreparation : Pass<"mhac-split-weight-preparation", "mlir::ModuleOp"> {
+  let summary = "Move the rearrangement of weights out of each layer into a preparation function";
+  let description = [{
+    For each layer @NAME whose arguments carry `mhac.parameter`, the values marked
+    `mhac.prepared_weight` (a weight in the layout its kernel reads, computed from one
+    parameter) are computed by a new `@mhac_prepare_NAME(parameters...) -> (prepared...)`
+    instead, and @NAME takes them prepared, in the positions of the original weights.
+    Parameters that need no preparation (biases) are returned unchanged, so the prepared
+    results hold every parameter of the layer. Programs call the preparation once per set of
+    weights, not once per call.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect"];
+}
+
 def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::func::FuncOp"> {
   let summary = "Lower mha.attention to register-blocked loops with an online softmax";
   let description = [{

@@ -9,6 +9,9 @@
 #include "compiler/conversion/Passes.h"
 #include "dialects/mha/IR/MhaDialect.h"
 
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotModuleBufferize.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/InitAllDialects.h"
@@ -48,8 +51,9 @@ static LogicalResult runPipeline(ModuleOp module, StringRef pipeline) {
 
 LogicalResult lowerMhaToLinalg(ModuleOp module, const Schedule &schedule) {
   PassManager pm(module.getContext());
+  pm.addNestedPass<func::FuncOp>(createConvertMhaToLinalg());
+  pm.addPass(createSplitWeightPreparation());
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
-  funcPm.addPass(createConvertMhaToLinalg());
   funcPm.addPass(createConvertMhaAttentionToLoops(ConvertMhaAttentionToLoopsOptions{
       schedule.attention.queryBlock, schedule.attention.keyBlock, schedule.attention.vectorLanes,
       schedule.attention.accumulatorRegisters}));
@@ -71,15 +75,29 @@ static LogicalResult applyTransformScript(ModuleOp module, const std::string &te
                                                 transform::TransformOptions());
 }
 
+/// One-shot bufferization of the whole module, functions' boundaries included (buffers there
+/// have identity layouts, as the entry points build them).
+static LogicalResult bufferize(ModuleOp module) {
+  bufferization::OneShotBufferizationOptions options;
+  options.bufferizeFunctionBoundaries = true;
+  options.setFunctionBoundaryTypeConversion(bufferization::LayoutMapOption::IdentityLayoutMap);
+  // Copies become linalg.copy, lowered to loops later: memref.copy between strided views would
+  // call MLIR's runtime library (memrefCopy), which a compiled layer must not need.
+  options.memCpyFn = [](OpBuilder &b, Location loc, Value from, Value to) {
+    linalg::CopyOp::create(b, loc, from, to);
+    return success();
+  };
+  bufferization::BufferizationState state;
+  return bufferization::runOneShotModuleBufferize(module, options, state);
+}
+
 LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const Schedule &schedule) {
   if (failed(applyTransformScript(module, buildTilingScript(schedule))) ||
-      failed(runPipeline(
-          module,
-          "canonicalize, cse, mhac-layer-results-to-out-arguments, eliminate-empty-tensors,"
-          "one-shot-bufferize{bufferize-function-boundaries "
-          "function-boundary-type-conversion=identity-layout-map},"
-          // Tiles written back where they were read leave self-copies until CSE merges views.
-          "canonicalize, cse, canonicalize")) ||
+      failed(runPipeline(module, "canonicalize, cse, mhac-layer-results-to-out-arguments,"
+                                 "eliminate-empty-tensors")) ||
+      failed(bufferize(module)) ||
+      // Tiles written back where they were read leave self-copies until CSE merges views.
+      failed(runPipeline(module, "canonicalize, cse, canonicalize")) ||
       failed(applyTransformScript(module, buildVectorLoweringScript(schedule))))
     return failure();
   return runPipeline(

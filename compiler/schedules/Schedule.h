@@ -19,7 +19,7 @@ namespace mhac {
 /// Tiling of the projections, as matmuls [M = rows, N = out features, K = in features].
 struct ProjectionSchedule {
   /// Cache tiles over [M, N]: the loops that keep a block of weights hot in L2.
-  std::array<int64_t, 2> cacheTile = {128, 256};
+  std::array<int64_t, 2> cacheTile = {256, 128};
   /// Register tiles over [M, N, K]: one vectorized micro-kernel step.
   std::array<int64_t, 3> registerTile = {8, 32, 1};
   /// Inside a cache tile, the reduction is split into blocks of this many input features.

@@ -22,6 +22,7 @@ enum Status : int32_t {
   kNullPointer = 1,
   kBadSize = 2,
   kBadKvLens = 3,
+  kOutOfMemory = 4,
   kInvalidArgument = 5,
 };
 
@@ -30,6 +31,10 @@ constexpr int64_t kMaxRuntimeSize = 2147483647;
 /// Largest element count of one tensor: beyond it, offsets would overflow 64-bit arithmetic
 /// in the kernel's index computations.
 constexpr int64_t kMaxElements = int64_t(1) << 48;
+
+/// The three ways a layer can be called: everything at once, the preparation of the parameters
+/// alone, or a run on prepared parameters.
+enum class EntryKind { Run, Prepare, RunPrepared };
 
 class EntryPointBuilder {
 public:
@@ -42,15 +47,24 @@ public:
 
 private:
   std::vector<RuntimeSize> runtimeSizes() const;
-  Function *buildRun(Function *kernel);
-  Function *buildRunPacked(Function *run);
-  void buildMetadata(Function *runPacked);
+  /// Emits NAME_run, NAME_prepare or NAME_run_prepared.
+  Function *buildEntry(EntryKind kind);
+  /// Emits the packed form of an entry point: tensors as an array, sizes as mhac_sizes.
+  Function *buildPacked(EntryKind kind, Function *entry);
+  void buildMetadata(Function *runPacked, Function *preparePacked, Function *runPreparedPacked);
+  /// Appends a memref descriptor: (allocated, aligned, offset = 0, sizes, row-major strides).
+  void appendDescriptor(IRBuilder<> &b, SmallVectorImpl<Value *> &args, Value *pointer,
+                        ArrayRef<Value *> dims);
+  /// Appends a descriptor of a static shape.
+  void appendDescriptor(IRBuilder<> &b, SmallVectorImpl<Value *> &args, Value *pointer,
+                        ArrayRef<int64_t> shape);
 
   Module &module_;
   const LayerABI &layer_;
   LLVMContext &ctx_;
   PointerType *ptr_;
   IntegerType *i32_, *i64_;
+  Function *kernel_ = nullptr, *preparation_ = nullptr;
   GlobalVariable *metadata_ = nullptr;
 };
 
@@ -76,31 +90,85 @@ static void returnIf(IRBuilder<> &b, Value *failed, int32_t status) {
   b.SetInsertPoint(next);
 }
 
-Function *EntryPointBuilder::buildRun(Function *kernel) {
-  std::vector<RuntimeSize> sizes = runtimeSizes();
-  SmallVector<Type *> params(layer_.tensors.size(), ptr_);
+void EntryPointBuilder::appendDescriptor(IRBuilder<> &b, SmallVectorImpl<Value *> &args,
+                                         Value *pointer, ArrayRef<Value *> dims) {
+  args.push_back(pointer);
+  args.push_back(pointer);
+  args.push_back(b.getInt64(0));
+  args.append(dims.begin(), dims.end());
+  SmallVector<Value *> strides(dims.size());
+  Value *stride = b.getInt64(1);
+  for (size_t d = dims.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride = b.CreateMul(stride, dims[d]);
+  }
+  args.append(strides.begin(), strides.end());
+}
+
+void EntryPointBuilder::appendDescriptor(IRBuilder<> &b, SmallVectorImpl<Value *> &args,
+                                         Value *pointer, ArrayRef<int64_t> shape) {
+  SmallVector<Value *> dims;
+  for (int64_t size : shape)
+    dims.push_back(b.getInt64(size));
+  appendDescriptor(b, args, pointer, dims);
+}
+
+Function *EntryPointBuilder::buildEntry(EntryKind kind) {
+  // Parameters: the tensors this entry takes by pointer, with the prepared block in place of
+  // the parameters (NAME_run_prepared) or after them (NAME_prepare).
+  struct Param {
+    std::string name;
+    int tensor = -1; ///< index into layer_.tensors, or -1 for the prepared block
+  };
+  std::vector<Param> pointers;
+  bool preparedSeen = false;
+  for (size_t i = 0; i < layer_.tensors.size(); ++i) {
+    const TensorABI &tensor = layer_.tensors[i];
+    bool wanted = kind == EntryKind::Run ||
+                  (kind == EntryKind::Prepare ? tensor.isParameter : !tensor.isParameter);
+    if (kind == EntryKind::RunPrepared && tensor.isParameter && !preparedSeen) {
+      pointers.push_back({"prepared", -1});
+      preparedSeen = true;
+    }
+    if (wanted)
+      pointers.push_back({tensor.name, static_cast<int>(i)});
+  }
+  if (kind == EntryKind::Prepare)
+    pointers.push_back({"prepared", -1});
+  std::vector<RuntimeSize> sizes = kind == EntryKind::Prepare ? std::vector<RuntimeSize>{}
+                                                              : runtimeSizes();
+
+  const char *suffix = kind == EntryKind::Run       ? "_run"
+                       : kind == EntryKind::Prepare ? "_prepare"
+                                                    : "_run_prepared";
+  SmallVector<Type *> params(pointers.size(), ptr_);
   params.append(sizes.size(), i64_);
   auto *type = FunctionType::get(i32_, params, false);
-  Function *run =
-      Function::Create(type, GlobalValue::ExternalLinkage, layer_.name + "_run", module_);
-  IRBuilder<> b(BasicBlock::Create(ctx_, "entry", run));
+  Function *fn = Function::Create(type, GlobalValue::ExternalLinkage, layer_.name + suffix, module_);
+  IRBuilder<> b(BasicBlock::Create(ctx_, "entry", fn));
 
-  for (size_t i = 0; i < layer_.tensors.size(); ++i) {
-    run->getArg(i)->setName(layer_.tensors[i].name);
-    run->addParamAttr(i, Attribute::NoAlias);
-    returnIf(b, b.CreateIsNull(run->getArg(i)), kNullPointer);
+  Value *prepared = nullptr;
+  std::vector<Value *> tensorPointer(layer_.tensors.size(), nullptr);
+  for (size_t i = 0; i < pointers.size(); ++i) {
+    fn->getArg(i)->setName(pointers[i].name);
+    fn->addParamAttr(i, Attribute::NoAlias);
+    returnIf(b, b.CreateIsNull(fn->getArg(i)), kNullPointer);
+    if (pointers[i].tensor < 0)
+      prepared = fn->getArg(i);
+    else
+      tensorPointer[pointers[i].tensor] = fn->getArg(i);
   }
 
   // Resolve every size, checking the run-time ones.
   auto sizeValue = [&](RuntimeSize which) -> Value * {
     for (size_t i = 0; i < sizes.size(); ++i)
       if (sizes[i] == which)
-        return run->getArg(layer_.tensors.size() + i);
+        return fn->getArg(pointers.size() + i);
     return nullptr;
   };
   const char *sizeNames[] = {"", "batch", "seq", "kv_seq"};
   for (size_t i = 0; i < sizes.size(); ++i) {
-    Value *size = run->getArg(layer_.tensors.size() + i);
+    Value *size = fn->getArg(pointers.size() + i);
     size->setName(sizeNames[static_cast<int>(sizes[i])]);
     Value *bad = b.CreateOr(b.CreateICmpSLT(size, b.getInt64(1)),
                             b.CreateICmpSGT(size, b.getInt64(kMaxRuntimeSize)));
@@ -116,99 +184,152 @@ Function *EntryPointBuilder::buildRun(Function *kernel) {
     return sizeValue(which);
   };
 
-  // Element counts must stay far from overflow: checked in floating point, which cannot wrap.
-  for (const TensorABI &tensor : layer_.tensors) {
-    Value *elements = ConstantFP::get(b.getDoubleTy(), 1.0);
-    for (size_t d = 0; d < tensor.shape.size(); ++d)
-      elements = b.CreateFMul(elements, b.CreateSIToFP(dimension(tensor, d), b.getDoubleTy()));
-    returnIf(b, b.CreateFCmpOGT(elements, ConstantFP::get(b.getDoubleTy(), double(kMaxElements))),
-             kBadSize);
-  }
-
-  // kv_lens entries must lie in [0, Skv].
-  for (size_t i = 0; i < layer_.tensors.size(); ++i) {
-    const TensorABI &tensor = layer_.tensors[i];
-    if (!tensor.isInt32)
-      continue;
-    Value *batch = dimension(tensor, 0);
-    const TensorABI &keys = layer_.tensors[layer_.cross ? 1 : 0];
-    Value *kvSeq = dimension(keys, 1);
-    BasicBlock *header = b.GetInsertBlock();
-    BasicBlock *body = BasicBlock::Create(ctx_, "kv_lens.check", run);
-    BasicBlock *done = BasicBlock::Create(ctx_, "kv_lens.done", run);
-    b.CreateBr(body);
-    b.SetInsertPoint(body);
-    PHINode *index = b.CreatePHI(i64_, 2, "b");
-    index->addIncoming(b.getInt64(0), header);
-    Value *len = b.CreateLoad(i32_, b.CreateGEP(i32_, run->getArg(i), index));
-    Value *len64 = b.CreateSExt(len, i64_);
-    Value *bad = b.CreateOr(b.CreateICmpSLT(len64, b.getInt64(0)), b.CreateICmpSGT(len64, kvSeq));
-    returnIf(b, bad, kBadKvLens);
-    Value *nextIndex = b.CreateAdd(index, b.getInt64(1));
-    index->addIncoming(nextIndex, b.GetInsertBlock());
-    b.CreateCondBr(b.CreateICmpSLT(nextIndex, batch), body, done);
-    b.SetInsertPoint(done);
-  }
-
-  // Call the kernel with a memref descriptor per tensor: (allocated, aligned, offset = 0,
-  // sizes, row-major strides).
-  SmallVector<Value *> args;
-  for (size_t i = 0; i < layer_.tensors.size(); ++i) {
-    const TensorABI &tensor = layer_.tensors[i];
-    args.push_back(run->getArg(i));
-    args.push_back(run->getArg(i));
-    args.push_back(b.getInt64(0));
-    SmallVector<Value *> dims;
-    for (size_t d = 0; d < tensor.shape.size(); ++d)
-      dims.push_back(dimension(tensor, d));
-    args.append(dims.begin(), dims.end());
-    SmallVector<Value *> strides(dims.size());
-    Value *stride = b.getInt64(1);
-    for (size_t d = dims.size(); d-- > 0;) {
-      strides[d] = stride;
-      stride = b.CreateMul(stride, dims[d]);
+  if (kind != EntryKind::Prepare) {
+    // Element counts must stay far from overflow: checked in floating point, which cannot wrap.
+    for (const TensorABI &tensor : layer_.tensors) {
+      if (tensor.isParameter)
+        continue;
+      Value *elements = ConstantFP::get(b.getDoubleTy(), 1.0);
+      for (size_t d = 0; d < tensor.shape.size(); ++d)
+        elements = b.CreateFMul(elements, b.CreateSIToFP(dimension(tensor, d), b.getDoubleTy()));
+      returnIf(b,
+               b.CreateFCmpOGT(elements, ConstantFP::get(b.getDoubleTy(), double(kMaxElements))),
+               kBadSize);
     }
-    args.append(strides.begin(), strides.end());
+
+    // kv_lens entries must lie in [0, Skv].
+    for (size_t i = 0; i < layer_.tensors.size(); ++i) {
+      const TensorABI &tensor = layer_.tensors[i];
+      if (!tensor.isInt32)
+        continue;
+      Value *batch = dimension(tensor, 0);
+      const TensorABI &keys = layer_.tensors[layer_.cross ? 1 : 0];
+      Value *kvSeq = dimension(keys, 1);
+      BasicBlock *header = b.GetInsertBlock();
+      BasicBlock *body = BasicBlock::Create(ctx_, "kv_lens.check", fn);
+      BasicBlock *done = BasicBlock::Create(ctx_, "kv_lens.done", fn);
+      b.CreateBr(body);
+      b.SetInsertPoint(body);
+      PHINode *index = b.CreatePHI(i64_, 2, "b");
+      index->addIncoming(b.getInt64(0), header);
+      Value *len = b.CreateLoad(i32_, b.CreateGEP(i32_, tensorPointer[i], index));
+      Value *len64 = b.CreateSExt(len, i64_);
+      Value *bad =
+          b.CreateOr(b.CreateICmpSLT(len64, b.getInt64(0)), b.CreateICmpSGT(len64, kvSeq));
+      returnIf(b, bad, kBadKvLens);
+      Value *nextIndex = b.CreateAdd(index, b.getInt64(1));
+      index->addIncoming(nextIndex, b.GetInsertBlock());
+      b.CreateCondBr(b.CreateICmpSLT(nextIndex, batch), body, done);
+      b.SetInsertPoint(done);
+    }
   }
-  if (args.size() != kernel->arg_size())
-    return nullptr;
-  b.CreateCall(kernel, args);
+
+  // NAME_run prepares the parameters into a block of its own for the call.
+  FunctionCallee alloc = module_.getOrInsertFunction("mhac_alloc", ptr_, i64_);
+  FunctionCallee release = module_.getOrInsertFunction("mhac_free", Type::getVoidTy(ctx_), ptr_);
+  if (kind == EntryKind::Run) {
+    prepared = b.CreateCall(alloc, {b.getInt64(layer_.preparedBytes)}, "prepared");
+    returnIf(b, b.CreateIsNull(prepared), kOutOfMemory);
+  }
+  auto preparedPointer = [&](const TensorABI &tensor) {
+    return b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), prepared, tensor.preparedOffset);
+  };
+  if (kind != EntryKind::RunPrepared) {
+    SmallVector<Value *> args;
+    for (size_t i = 0; i < layer_.tensors.size(); ++i)
+      if (layer_.tensors[i].isParameter)
+        appendDescriptor(b, args, tensorPointer[i], ArrayRef<int64_t>(layer_.tensors[i].shape));
+    for (const TensorABI &tensor : layer_.tensors)
+      if (tensor.isParameter)
+        appendDescriptor(b, args, preparedPointer(tensor), ArrayRef<int64_t>(tensor.preparedShape));
+    if (args.size() != preparation_->arg_size())
+      return nullptr;
+    b.CreateCall(preparation_, args);
+  }
+  if (kind != EntryKind::Prepare) {
+    SmallVector<Value *> args;
+    for (size_t i = 0; i < layer_.tensors.size(); ++i) {
+      const TensorABI &tensor = layer_.tensors[i];
+      if (tensor.isParameter) {
+        appendDescriptor(b, args, preparedPointer(tensor), ArrayRef<int64_t>(tensor.preparedShape));
+        continue;
+      }
+      SmallVector<Value *> dims;
+      for (size_t d = 0; d < tensor.shape.size(); ++d)
+        dims.push_back(dimension(tensor, d));
+      appendDescriptor(b, args, tensorPointer[i], dims);
+    }
+    if (args.size() != kernel_->arg_size())
+      return nullptr;
+    b.CreateCall(kernel_, args);
+  }
+  if (kind == EntryKind::Run)
+    b.CreateCall(release, {prepared});
   b.CreateRet(b.getInt32(kOk));
-  return run;
+  return fn;
 }
 
-Function *EntryPointBuilder::buildRunPacked(Function *run) {
-  StructType *sizesType = StructType::get(ctx_, {i64_, i64_, i64_});
-  auto *type = FunctionType::get(i32_, {ptr_, ptr_}, false);
+Function *EntryPointBuilder::buildPacked(EntryKind kind, Function *entry) {
+  // Every packed form takes the tensors as one array in ABI order (run_packed's), reading only
+  // the entries its entry point needs; the prepared block and the sizes follow.
+  const char *suffix = kind == EntryKind::Run       ? "_run_packed"
+                       : kind == EntryKind::Prepare ? "_prepare_packed"
+                                                    : "_run_prepared_packed";
+  SmallVector<Type *> params = {ptr_};
+  if (kind != EntryKind::Run)
+    params.push_back(ptr_); // prepared
+  if (kind != EntryKind::Prepare)
+    params.push_back(ptr_); // sizes
+  auto *type = FunctionType::get(i32_, params, false);
   Function *packed =
-      Function::Create(type, GlobalValue::ExternalLinkage, layer_.name + "_run_packed", module_);
+      Function::Create(type, GlobalValue::ExternalLinkage, layer_.name + suffix, module_);
   Value *tensors = packed->getArg(0);
-  Value *sizes = packed->getArg(1);
   tensors->setName("tensors");
-  sizes->setName("sizes");
+  Value *prepared = kind != EntryKind::Run ? packed->getArg(1) : nullptr;
+  Value *sizes = kind != EntryKind::Prepare ? packed->getArg(params.size() - 1) : nullptr;
+  if (prepared)
+    prepared->setName("prepared");
+  if (sizes)
+    sizes->setName("sizes");
   IRBuilder<> b(BasicBlock::Create(ctx_, "entry", packed));
   returnIf(b, b.CreateIsNull(tensors), kNullPointer);
-  std::vector<RuntimeSize> runtime = runtimeSizes();
+  std::vector<RuntimeSize> runtime = kind == EntryKind::Prepare ? std::vector<RuntimeSize>{}
+                                                                : runtimeSizes();
   if (!runtime.empty())
     returnIf(b, b.CreateIsNull(sizes), kInvalidArgument);
 
   SmallVector<Value *> args;
-  for (size_t i = 0; i < layer_.tensors.size(); ++i)
+  bool preparedPassed = false;
+  for (size_t i = 0; i < layer_.tensors.size(); ++i) {
+    const TensorABI &tensor = layer_.tensors[i];
+    if (kind == EntryKind::RunPrepared && tensor.isParameter) {
+      if (!preparedPassed)
+        args.push_back(prepared);
+      preparedPassed = true;
+      continue;
+    }
+    if (kind == EntryKind::Prepare && !tensor.isParameter)
+      continue;
     args.push_back(b.CreateLoad(ptr_, b.CreateConstGEP1_64(ptr_, tensors, i)));
+  }
+  if (kind == EntryKind::Prepare)
+    args.push_back(prepared);
+  StructType *sizesType = StructType::get(ctx_, {i64_, i64_, i64_});
   for (RuntimeSize which : runtime) {
     unsigned field = static_cast<unsigned>(which) - 1; // batch, seq, kv_seq
     args.push_back(b.CreateLoad(i64_, b.CreateStructGEP(sizesType, sizes, field)));
   }
-  b.CreateRet(b.CreateCall(run, args));
+  b.CreateRet(b.CreateCall(entry, args));
   return packed;
 }
 
-void EntryPointBuilder::buildMetadata(Function *runPacked) {
+void EntryPointBuilder::buildMetadata(Function *runPacked, Function *preparePacked,
+                                      Function *runPreparedPacked) {
   // Field for field, the struct mhac_layer of mhac/runtime.h (natural C layout).
   Type *f32 = Type::getFloatTy(ctx_);
   StructType *layerType =
       StructType::get(ctx_, {i32_, ptr_, i32_, i64_, i64_, i64_, i64_, i64_, i64_, i64_, i64_, i32_,
-                             i32_, i32_, i32_, f32, i32_, ptr_});
+                             i32_, i32_, i32_, f32, i32_, ptr_, i64_, ptr_, ptr_});
   Constant *name = ConstantDataArray::getString(ctx_, layer_.name);
   auto *nameGlobal = new GlobalVariable(module_, name->getType(), /*isConstant=*/true,
                                         GlobalValue::PrivateLinkage, name, layer_.name + ".name");
@@ -217,7 +338,7 @@ void EntryPointBuilder::buildMetadata(Function *runPacked) {
   };
   auto flag = [&](bool value) { return ConstantInt::get(i32_, value ? 1 : 0); };
   Constant *fields[] = {
-      ConstantInt::get(i32_, 1), // MHAC_ABI_VERSION
+      ConstantInt::get(i32_, 2), // MHAC_ABI_VERSION
       nameGlobal,
       ConstantInt::get(i32_, layer_.bf16 ? 1 : 0),
       size(layer_.modelDim),
@@ -235,6 +356,9 @@ void EntryPointBuilder::buildMetadata(Function *runPacked) {
       ConstantFP::get(f32, layer_.scale),
       ConstantInt::get(i32_, static_cast<int32_t>(layer_.tensors.size())),
       runPacked,
+      ConstantInt::get(i64_, layer_.preparedBytes),
+      preparePacked,
+      runPreparedPacked,
   };
   metadata_ =
       new GlobalVariable(module_, layerType, /*isConstant=*/true, GlobalValue::InternalLinkage,
@@ -248,19 +372,26 @@ void EntryPointBuilder::buildMetadata(Function *runPacked) {
 }
 
 Error EntryPointBuilder::build() {
-  // The lowered layer function becomes an internal kernel; its name goes to the entry point.
-  Function *kernel = module_.getFunction(layer_.name);
-  if (!kernel)
+  // The lowered layer and preparation functions become internal; their names go to the entry
+  // points.
+  kernel_ = module_.getFunction(layer_.name);
+  preparation_ = module_.getFunction(preparationSymbol(layer_));
+  if (!kernel_ || !preparation_)
     return createStringError(inconvertibleErrorCode(), "no kernel for layer '%s'",
                              layer_.name.c_str());
-  kernel->setName(kernelSymbol(layer_));
-  kernel->setLinkage(GlobalValue::InternalLinkage);
-  Function *run = buildRun(kernel);
-  if (!run)
-    return createStringError(inconvertibleErrorCode(),
-                             "the kernel of layer '%s' does not take the expected arguments",
-                             layer_.name.c_str());
-  buildMetadata(buildRunPacked(run));
+  kernel_->setName(kernelSymbol(layer_));
+  kernel_->setLinkage(GlobalValue::InternalLinkage);
+  preparation_->setLinkage(GlobalValue::InternalLinkage);
+  Function *entries[3];
+  for (EntryKind kind : {EntryKind::Run, EntryKind::Prepare, EntryKind::RunPrepared}) {
+    Function *entry = buildEntry(kind);
+    if (!entry)
+      return createStringError(inconvertibleErrorCode(),
+                               "the kernels of layer '%s' do not take the expected arguments",
+                               layer_.name.c_str());
+    entries[static_cast<int>(kind)] = buildPacked(kind, entry);
+  }
+  buildMetadata(entries[0], entries[1], entries[2]);
   return Error::success();
 }
 

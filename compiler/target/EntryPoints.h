@@ -17,10 +17,13 @@ class Module;
 
 namespace mhac {
 
-/// Adds to `module` (LLVM IR of lowered layers, one function per layer named after it) what
-/// the C header promises for each layer; the layer functions become internal kernels:
-///   int32_t NAME_run(tensors..., out, [batch], [seq], [kv_seq])   checks, then runs the kernel
-///   int32_t NAME_run_packed(void *const *tensors, const mhac_sizes *sizes)
+/// Adds to `module` (LLVM IR of lowered layers: per layer a function named after it and its
+/// preparation function) what the C header promises for each layer; the layer and preparation
+/// functions become internal kernels:
+///   int32_t NAME_run(tensors..., out, [batch], [seq], [kv_seq])   prepares, then runs
+///   int32_t NAME_prepare(parameters..., void *prepared)           NAME_PREPARED_BYTES
+///   int32_t NAME_run_prepared(x, [memory], prepared, [kv_lens], out, [sizes...])
+///   their packed forms NAME_run_packed, NAME_prepare_packed, NAME_run_prepared_packed
 ///   const mhac_layer *NAME_metadata(void)
 /// and `mhac_module_layers()`, the null-terminated list of the module's layers (a weak symbol,
 /// for programs that load the module as a shared library).

@@ -65,6 +65,56 @@ std::string formatSize(int64_t size) {
   return mlir::ShapedType::isDynamic(size) ? "given at run time" : std::to_string(size);
 }
 
+/// Declares NAME_prepare, NAME_run_prepared and their packed forms.
+void emitPrepared(std::string &out, const LayerABI &layer, const std::vector<std::string> &sizes) {
+  const char *element = layer.bf16 ? "uint16_t" : "float";
+  out += fmt::format(
+      "/* Prepared parameters. {0}_prepare rearranges the weights and biases once into the\n"
+      " * layout the kernels read, in a block of {0}_PREPARED_BYTES bytes (any alignment works;\n"
+      " * 64 bytes is fastest) that does not refer to them afterwards. {0}_run_prepared then\n"
+      " * runs the layer on it, where {0}_run rearranges them on every call. The block is read\n"
+      " * only: concurrent calls may share it. {0}_prepare returns MHAC_OK or\n"
+      " * MHAC_ERROR_NULL_POINTER; {0}_run_prepared returns what {0}_run does. */\n",
+      layer.name);
+  out += fmt::format("#define {}_PREPARED_BYTES ((size_t){})\n", layer.name, layer.preparedBytes);
+  std::vector<std::string> params;
+  for (const TensorABI &tensor : layer.tensors)
+    if (tensor.isParameter)
+      params.push_back(fmt::format("const {} *{}", element, tensor.name));
+  params.push_back("void *prepared");
+  out += fmt::format("int32_t {}_prepare(", layer.name);
+  std::string indent(layer.name.size() + 17, ' ');
+  for (size_t i = 0; i < params.size(); ++i)
+    out += (i ? ",\n" + indent : "") + params[i];
+  out += ");\n";
+
+  params.clear();
+  bool preparedListed = false;
+  for (const TensorABI &tensor : layer.tensors) {
+    if (tensor.isParameter) {
+      if (!preparedListed)
+        params.push_back("const void *prepared");
+      preparedListed = true;
+      continue;
+    }
+    params.push_back(fmt::format("{}{} *{}", tensor.isOutput ? "" : "const ",
+                                 tensor.isInt32 ? "int32_t" : element, tensor.name));
+  }
+  for (const std::string &size : sizes)
+    params.push_back("int64_t " + size);
+  out += fmt::format("int32_t {}_run_prepared(", layer.name);
+  indent.assign(layer.name.size() + 22, ' ');
+  for (size_t i = 0; i < params.size(); ++i)
+    out += (i ? ",\n" + indent : "") + params[i];
+  out += ");\n";
+  out += "/* The same with run_packed's array of tensors (entries not needed are not read). */\n";
+  out += fmt::format("int32_t {}_prepare_packed(void *const *tensors, void *prepared);\n",
+                     layer.name);
+  out += fmt::format("int32_t {}_run_prepared_packed(void *const *tensors, const void *prepared,\n"
+                     "{}const mhac_sizes *sizes);\n\n",
+                     layer.name, std::string(layer.name.size() + 29, ' '));
+}
+
 void emitLayer(std::string &out, const LayerABI &layer) {
   const char *element = layer.bf16 ? "uint16_t" : "float";
   out += fmt::format(
@@ -85,7 +135,8 @@ void emitLayer(std::string &out, const LayerABI &layer) {
   for (const TensorABI &tensor : layer.tensors)
     out += fmt::format(" *   {:<{}}  {:<22} {}\n", tensor.name, width, formatShape(layer, tensor),
                        describeTensor(tensor.name));
-  out += " *\n * Returns MHAC_OK, or MHAC_ERROR_NULL_POINTER for a NULL tensor";
+  out += " *\n * Returns MHAC_OK, or MHAC_ERROR_NULL_POINTER for a NULL tensor,\n"
+         " * MHAC_ERROR_OUT_OF_MEMORY when the prepared parameters cannot be allocated";
   if (layer.hasDynamicSizes())
     out += ",\n * MHAC_ERROR_BAD_SIZE for a size that is not in [1, 2147483647]";
   if (layer.kvLens)
@@ -117,6 +168,7 @@ void emitLayer(std::string &out, const LayerABI &layer) {
                   layer.tensors.size());
   out += fmt::format("int32_t {}_run_packed(void *const *tensors, const mhac_sizes *sizes);\n\n",
                      layer.name);
+  emitPrepared(out, layer, sizes);
   out += "/* Sizes, dtype and options of the layer; see mhac_layer in mhac/runtime.h. */\n";
   out += fmt::format("const mhac_layer *{}_metadata(void);\n\n", layer.name);
 
@@ -155,7 +207,7 @@ std::string emitHeader(llvm::ArrayRef<LayerABI> layers, const std::string &guard
   out += " * Link the object with mhac's runtime library (-lmhac_runtime) and the C library\n"
          " * (-lm). Layers run on the calling thread; every call is independent. */\n\n";
   out += fmt::format("#ifndef {0}\n#define {0}\n\n", guard);
-  out += "#include <stdint.h>\n\n#include <mhac/runtime.h>\n\n";
+  out += "#include <stddef.h>\n#include <stdint.h>\n\n#include <mhac/runtime.h>\n\n";
   out += "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
   for (const LayerABI &layer : layers)
     emitLayer(out, layer);

@@ -6,6 +6,7 @@
 
 #include "compiler/target/LayerABI.h"
 
+#include "compiler/conversion/Passes.h"
 #include "dialects/mha/IR/MhaOps.h"
 
 using namespace mlir;
@@ -17,6 +18,40 @@ bool LayerABI::hasDynamicSizes() const {
 }
 
 std::string kernelSymbol(const LayerABI &layer) { return "mhac_kernel_" + layer.name; }
+
+std::string preparationSymbol(const LayerABI &layer) {
+  return (kPreparationPrefix + layer.name).str();
+}
+
+/// Parameters start on a cache line of the prepared block.
+constexpr int64_t kPreparedAlignment = 64;
+
+LogicalResult readPreparedLayout(ModuleOp module, std::vector<LayerABI> &layers) {
+  for (LayerABI &layer : layers) {
+    auto prepare = module.lookupSymbol<func::FuncOp>(preparationSymbol(layer));
+    if (!prepare)
+      return module.emitError("no preparation function for layer '") << layer.name << "'";
+    ArrayRef<Type> prepared = prepare.getResultTypes();
+    int64_t offset = 0;
+    size_t next = 0;
+    for (TensorABI &tensor : layer.tensors) {
+      if (!tensor.isParameter)
+        continue;
+      auto type = next < prepared.size() ? dyn_cast<RankedTensorType>(prepared[next]) : nullptr;
+      if (!type || !type.hasStaticShape())
+        return prepare.emitError("prepared parameters do not match the layer's");
+      ++next;
+      tensor.preparedShape.assign(type.getShape().begin(), type.getShape().end());
+      tensor.preparedOffset = offset;
+      offset += llvm::alignTo(type.getNumElements() * type.getElementTypeBitWidth() / 8,
+                               kPreparedAlignment);
+    }
+    if (next != prepared.size())
+      return prepare.emitError("prepared parameters do not match the layer's");
+    layer.preparedBytes = offset;
+  }
+  return success();
+}
 
 /// The name MLIRGen gave a value through its location (`loc("wq")`).
 static std::string nameOf(Value value) {
@@ -88,6 +123,9 @@ static FailureOr<LayerABI> readLayerABI(func::FuncOp func) {
       roles = ArrayRef<RuntimeSize>(activation).take_front(1);
     layer.tensors.push_back(describeTensor(
         name.empty() ? "arg" + std::to_string(arg.getArgNumber()) : name, type, roles));
+    layer.tensors.back().isParameter = llvm::any_of(linears, [&](mha::LinearOp linear) {
+      return arg == linear.getWeight() || arg == linear.getBias();
+    });
   }
   TensorABI out =
       describeTensor("out", cast<RankedTensorType>(func.getResultTypes()[0]), activation);

@@ -28,6 +28,11 @@ struct TensorABI {
   std::vector<RuntimeSize> dynamicAs; ///< for each dimension, the size it takes at run time
   bool isInt32 = false;               ///< kv_lens; every other tensor has the layer's dtype
   bool isOutput = false;
+  /// A weight or a bias: part of the prepared parameters (see NAME_prepare).
+  bool isParameter = false;
+  /// For a parameter: its shape in the prepared block (static), and its byte offset there.
+  std::vector<int64_t> preparedShape;
+  int64_t preparedOffset = 0;
 };
 
 struct LayerABI {
@@ -38,6 +43,8 @@ struct LayerABI {
   bool cross = false, causal = false, kvLens = false, bias = false;
   float scale = 0;
   std::vector<TensorABI> tensors; ///< inputs and weights in argument order, then `out`
+  /// Bytes of the block NAME_prepare fills: every parameter in its kernel's layout.
+  int64_t preparedBytes = 0;
 
   bool hasDynamicSizes() const;
 };
@@ -46,8 +53,15 @@ struct LayerABI {
 /// them). Fails with a diagnostic on a function that is not a layer.
 mlir::FailureOr<std::vector<LayerABI>> readLayerABIs(mlir::ModuleOp module);
 
+/// Reads where each parameter lies in the prepared block, from the preparation functions that
+/// mhac-split-weight-preparation made (after lowering to linalg).
+mlir::LogicalResult readPreparedLayout(mlir::ModuleOp module, std::vector<LayerABI> &layers);
+
 /// The name the lowered layer function gets: internal, so only the entry points are exported.
 std::string kernelSymbol(const LayerABI &layer);
+
+/// The name of the lowered preparation function of `layer` (internal too).
+std::string preparationSymbol(const LayerABI &layer);
 
 } // namespace mhac
 

@@ -40,6 +40,33 @@ int32_t mhac_layer_run(const mhac_layer *layer, void *const *tensors, const mhac
   return layer->run_packed(tensors, sizes);
 }
 
+int32_t mhac_layer_prepare(const mhac_layer *layer, void *const *tensors, void **prepared) {
+  if (!layer || !prepared)
+    return MHAC_ERROR_INVALID_ARGUMENT;
+  *prepared = NULL;
+  if (layer->abi_version != MHAC_ABI_VERSION)
+    return MHAC_ERROR_ABI_MISMATCH;
+  void *block = mhac_alloc((size_t)layer->prepared_bytes);
+  if (!block)
+    return MHAC_ERROR_OUT_OF_MEMORY;
+  int32_t status = layer->prepare_packed(tensors, block);
+  if (status != MHAC_OK) {
+    mhac_free(block);
+    return status;
+  }
+  *prepared = block;
+  return MHAC_OK;
+}
+
+int32_t mhac_layer_run_prepared(const mhac_layer *layer, void *const *tensors,
+                                const void *prepared, const mhac_sizes *sizes) {
+  if (!layer)
+    return MHAC_ERROR_INVALID_ARGUMENT;
+  if (layer->abi_version != MHAC_ABI_VERSION)
+    return MHAC_ERROR_ABI_MISMATCH;
+  return layer->run_prepared_packed(tensors, prepared, sizes);
+}
+
 double mhac_layer_flops(const mhac_layer *layer, const mhac_sizes *sizes) {
   if (!layer || !sizes)
     return 0;

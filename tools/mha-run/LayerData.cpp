@@ -261,10 +261,26 @@ LayerCall::LayerCall(const mhac_layer &layer, const LayerData &data)
   }
 }
 
+LayerCall::~LayerCall() { mhac_free(prepared_); }
+
 int32_t LayerCall::run() {
   if (static_cast<int32_t>(pointers_.size()) != layer_.num_tensors)
     return MHAC_ERROR_INVALID_ARGUMENT;
   return mhac_layer_run(&layer_, pointers_.data(), &sizes_);
+}
+
+int32_t LayerCall::prepare() {
+  if (static_cast<int32_t>(pointers_.size()) != layer_.num_tensors)
+    return MHAC_ERROR_INVALID_ARGUMENT;
+  mhac_free(prepared_);
+  prepared_ = nullptr;
+  return mhac_layer_prepare(&layer_, pointers_.data(), &prepared_);
+}
+
+int32_t LayerCall::runPrepared() {
+  if (!prepared_)
+    return MHAC_ERROR_INVALID_ARGUMENT;
+  return mhac_layer_run_prepared(&layer_, pointers_.data(), prepared_, &sizes_);
 }
 
 std::vector<float> LayerCall::output() const {

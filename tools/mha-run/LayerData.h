@@ -43,8 +43,16 @@ class LayerCall {
 public:
   LayerCall(const mhac_layer &layer, const LayerData &data);
 
+  ~LayerCall();
+  LayerCall(const LayerCall &) = delete;
+  LayerCall &operator=(const LayerCall &) = delete;
+
   /// One call; returns its mhac_status.
   int32_t run();
+  /// Prepares the parameters once (mhac_layer_prepare); returns its mhac_status.
+  int32_t prepare();
+  /// One call on the prepared parameters; returns its mhac_status.
+  int32_t runPrepared();
   /// The output of the last call.
   std::vector<float> output() const;
   mhac_sizes sizes() const { return sizes_; }
@@ -56,6 +64,7 @@ private:
   std::vector<float> out_;
   std::vector<uint16_t> outBF16_;
   std::vector<void *> pointers_;
+  void *prepared_ = nullptr;
   mhac_sizes sizes_;
 };
 

@@ -72,7 +72,7 @@ void bench(LayerCall &call, const mhac_layer &layer, long calls) {
   bool interactive = isatty(STDERR_FILENO);
   for (long i = 0; i < calls; ++i) {
     auto before = Clock::now();
-    call.run();
+    call.runPrepared();
     auto after = Clock::now();
     seconds.push_back(std::chrono::duration<double>(after - before).count());
     // A progress line on a terminal once the benchmark has run for a second, refreshed twice
@@ -125,6 +125,16 @@ int run(const RunOptions &options) {
   if (int32_t status = call.run())
     return failure(fmt::format("layer '{}' failed: {}", layer->name, mhac_status_string(status)));
   std::vector<float> out = call.output();
+  // The other way to call a layer, on parameters prepared once: --check and --bench use it too,
+  // and it must give the very same bits.
+  if (options.check || options.bench) {
+    if (int32_t status = call.prepare(); status || (status = call.runPrepared()))
+      return failure(fmt::format("layer '{}' failed on prepared parameters: {}", layer->name,
+                                 mhac_status_string(status)));
+    if (call.output() != out)
+      return failure(fmt::format("layer '{}': a run on prepared parameters differs from a run",
+                                 layer->name));
+  }
 
   if (!options.outputPath.empty()) {
     io::HostTensor tensor =

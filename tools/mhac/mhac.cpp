@@ -121,6 +121,8 @@ static int compile(const CompileOptions &options) {
 
   if (mlir::failed(lowerMhaToLinalg(*module, schedule)))
     return fail("lowering to linalg failed");
+  if (mlir::failed(readPreparedLayout(*module, *abis)))
+    return fail("internal error: cannot read the layout of the prepared parameters");
   if (options.emit == EmitStage::Linalg) {
     module->print(llvm::outs(), printFlags);
     return 0;

@@ -26,6 +26,15 @@ namespace {
 constexpr int64_t kAliasingWidth = 256;
 constexpr int64_t kRowPadding = 16;
 
+/// Marks `value`, an argument of the layer function, as one of its parameters.
+void markParameter(Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg)
+    return;
+  if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+    func.setArgAttr(arg.getArgNumber(), kParameterAttr, UnitAttr::get(func.getContext()));
+}
+
 struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -87,6 +96,12 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
     auto weightType = op.getWeight().getType();
     int64_t in = weightType.getDimSize(1), out = weightType.getDimSize(0);
     Type weightElement = weightType.getElementType();
+    // The rearranged weight (padded rows and all) depends on the weight alone: it is computed
+    // once per set of weights by the layer's preparation function
+    // (mhac-split-weight-preparation).
+    auto prepare = [&](Value prepared) {
+      prepared.getDefiningOp()->setAttr(kPreparedWeightAttr, rewriter.getUnitAttr());
+    };
     Value transposed;
     if (out % kAliasingWidth != 0) {
       Value empty =
@@ -94,6 +109,7 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
       transposed =
           linalg::TransposeOp::create(rewriter, loc, op.getWeight(), empty, ArrayRef<int64_t>{1, 0})
               .getResult()[0];
+      prepare(transposed);
     } else {
       // Rows a multiple of 1 KiB apart map to the same L1 sets: the register tiles, which read
       // one row of W^T per step, would evict each other. The rows are padded by one cache line.
@@ -108,8 +124,12 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
               .getResult()[0];
       Value whole =
           tensor::InsertSliceOp::create(rewriter, loc, written, padded, zeros, sizes, ones);
+      prepare(whole);
       transposed = tensor::ExtractSliceOp::create(rewriter, loc, whole, zeros, sizes, ones);
     }
+    markParameter(op.getWeight());
+    if (Value bias = op.getBias())
+      markParameter(bias);
     Value product = linalg::MatmulOp::create(rewriter, loc, TypeRange{accType},
                                              ValueRange{input, transposed}, ValueRange{init})
                         .getResult(0);

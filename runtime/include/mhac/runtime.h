@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 /* Version of the layout of `mhac_layer`; bumped whenever a field changes. */
-#define MHAC_ABI_VERSION 1
+#define MHAC_ABI_VERSION 2
 
 /* A size given at run time ('?' in the layer file). */
 #define MHAC_DYNAMIC (-1)
@@ -64,6 +64,15 @@ typedef struct mhac_layer {
   /* Runs the layer. `tensors` holds num_tensors pointers; `sizes` gives the dimensions that
    * are MHAC_DYNAMIC (the others are ignored). Returns an mhac_status. */
   int32_t (*run_packed)(void *const *tensors, const mhac_sizes *sizes);
+  /* Bytes of the prepared parameters: every weight and bias in the layout the kernels read. */
+  int64_t prepared_bytes;
+  /* Fills `prepared` (prepared_bytes, 64-byte aligned) from the weights and biases among
+   * `tensors` (the array run_packed takes; the other entries are not read). */
+  int32_t (*prepare_packed)(void *const *tensors, void *prepared);
+  /* Runs the layer on prepared parameters: as run_packed, with the weights and biases taken
+   * from `prepared` instead of `tensors` (their entries are not read). */
+  int32_t (*run_prepared_packed)(void *const *tensors, const void *prepared,
+                                 const mhac_sizes *sizes);
 } mhac_layer;
 
 /* FLOPs of one call of `layer` at the given sizes (dynamic ones taken from `sizes`):
@@ -118,6 +127,15 @@ void mhac_free(void *pointer);
 
 /* Runs `layer` (checking that it was compiled for this ABI version); see run_packed. */
 int32_t mhac_layer_run(const mhac_layer *layer, void *const *tensors, const mhac_sizes *sizes);
+
+/* Prepares the weights and biases among `tensors` (see prepare_packed) into a new block from
+ * mhac_alloc, stored in *prepared (release it with mhac_free). Prepare once per set of weights;
+ * then mhac_layer_run_prepared skips the rearrangement NAME_run does on every call. */
+int32_t mhac_layer_prepare(const mhac_layer *layer, void *const *tensors, void **prepared);
+
+/* Runs `layer` on parameters prepared by mhac_layer_prepare; see run_prepared_packed. */
+int32_t mhac_layer_run_prepared(const mhac_layer *layer, void *const *tensors,
+                                const void *prepared, const mhac_sizes *sizes);
 
 /* Every module (object or shared library) written by `mhac compile` defines this weak function,
  * returning its layers as a NULL-terminated array. */

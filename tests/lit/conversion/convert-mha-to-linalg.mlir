@@ -1,17 +1,19 @@
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg))" | FileCheck %s
 
-// A projection with a bias: the accumulator starts at the broadcast bias, the weight is
-// transposed to [in, out] for the matmul (into rows padded by 16 elements: 512 is a width whose
-// rows would alias in L1), and the leading dimensions are collapsed and restored around it.
+// A projection with a bias: the weight and bias are marked as parameters, the accumulator
+// starts at the broadcast bias, the weight is transposed to [in, out] for the matmul (into rows
+// padded by 16 elements: 512 is a width whose rows would alias in L1), and the leading
+// dimensions are collapsed and restored around it.
 // CHECK-LABEL: func.func @with_bias
-// CHECK-SAME:    (%[[X:.*]]: tensor<?x128x768xf32>, %[[W:.*]]: tensor<512x768xf32>, %[[B:.*]]: tensor<512xf32>)
+// CHECK-SAME:    (%[[X:.*]]: tensor<?x128x768xf32>, %[[W:.*]]: tensor<512x768xf32> {mhac.parameter}, %[[B:.*]]: tensor<512xf32> {mhac.parameter})
 // CHECK:         %[[ROWS:.*]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1], [2]] : tensor<?x128x768xf32> into tensor<?x768xf32>
 // CHECK:         %[[EMPTY:.*]] = tensor.empty(%{{.*}}) : tensor<?x512xf32>
 // CHECK:         %[[INIT:.*]] = linalg.generic {{.*}} ins(%[[B]] : tensor<512xf32>) outs(%[[EMPTY]] : tensor<?x512xf32>)
 // CHECK:         %[[PADDED:.*]] = tensor.empty() : tensor<768x528xf32>
 // CHECK:         %[[VIEW:.*]] = tensor.extract_slice %[[PADDED]][0, 0] [768, 512] [1, 1]
 // CHECK:         %[[WT:.*]] = linalg.transpose ins(%[[W]] : tensor<512x768xf32>) outs(%[[VIEW]] : tensor<768x512xf32>) permutation = [1, 0]
-// CHECK:         %[[WHOLE:.*]] = tensor.insert_slice %[[WT]] into %[[PADDED]]
+// The padded weight is what the layer's preparation function will compute.
+// CHECK:         %[[WHOLE:.*]] = tensor.insert_slice %[[WT]] into %[[PADDED]]{{.*}} {mhac.prepared_weight}
 // CHECK:         %[[B:.*]] = tensor.extract_slice %[[WHOLE]][0, 0] [768, 512] [1, 1]
 // CHECK:         %[[MM:.*]] = linalg.matmul ins(%[[ROWS]], %[[B]] : tensor<?x768xf32>, tensor<768x512xf32>) outs(%[[INIT]] : tensor<?x512xf32>)
 // CHECK:         tensor.expand_shape %[[MM]] {{\[\[}}0, 1], [2]] output_shape [%{{.*}}, 128, 512] : tensor<?x512xf32> into tensor<?x128x512xf32>

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 
 namespace {
@@ -65,6 +66,41 @@ TEST(LayerRunTest, ChecksTheAbiVersion) {
   layer.abi_version = MHAC_ABI_VERSION + 1;
   EXPECT_EQ(mhac_layer_run(&layer, nullptr, nullptr), MHAC_ERROR_ABI_MISMATCH);
   EXPECT_EQ(mhac_layer_run(nullptr, nullptr, nullptr), MHAC_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(LayerPrepareTest, AllocatesFillsAndReleasesTheBlock) {
+  mhac_layer layer = selfAttention(8, 2, 4);
+  layer.prepared_bytes = 256;
+  layer.prepare_packed = +[](void *const *, void *prepared) -> int32_t {
+    static_cast<float *>(prepared)[63] = 7.0f;
+    return MHAC_OK;
+  };
+  layer.run_prepared_packed = +[](void *const *, const void *prepared,
+                                  const mhac_sizes *) -> int32_t {
+    return static_cast<int32_t>(static_cast<const float *>(prepared)[63]);
+  };
+  void *prepared = nullptr;
+  ASSERT_EQ(mhac_layer_prepare(&layer, nullptr, &prepared), MHAC_OK);
+  ASSERT_NE(prepared, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(prepared) % 64, 0u);
+  EXPECT_EQ(mhac_layer_run_prepared(&layer, nullptr, prepared, nullptr), 7);
+  mhac_free(prepared);
+}
+
+TEST(LayerPrepareTest, ReportsFailuresWithoutABlock) {
+  mhac_layer layer = selfAttention(8, 2, 4);
+  layer.prepared_bytes = 64;
+  layer.prepare_packed = +[](void *const *, void *) -> int32_t { return MHAC_ERROR_NULL_POINTER; };
+  void *prepared = &layer;
+  EXPECT_EQ(mhac_layer_prepare(&layer, nullptr, &prepared), MHAC_ERROR_NULL_POINTER);
+  EXPECT_EQ(prepared, nullptr);
+  EXPECT_EQ(mhac_layer_prepare(&layer, nullptr, nullptr), MHAC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(mhac_layer_prepare(nullptr, nullptr, &prepared), MHAC_ERROR_INVALID_ARGUMENT);
+  layer.abi_version = MHAC_ABI_VERSION + 1;
+  EXPECT_EQ(mhac_layer_prepare(&layer, nullptr, &prepared), MHAC_ERROR_ABI_MISMATCH);
+  EXPECT_EQ(mhac_layer_run_prepared(&layer, nullptr, nullptr, nullptr), MHAC_ERROR_ABI_MISMATCH);
+  EXPECT_EQ(mhac_layer_run_prepared(nullptr, nullptr, nullptr, nullptr),
+            MHAC_ERROR_INVALID_ARGUMENT);
 }
 
 TEST(StatusStringTest, DescribesEveryCode) {
