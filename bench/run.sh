@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The benchmark of mhac against its peers (see bench/RESULTS.md): sets up the peers (Debian's
-# OpenBLAS and PyTorch; ONNX Runtime and OpenVINO in a virtual environment, bench/.venv),
-# builds mhac, compiles one layer per shape, and prints a Markdown table. Not part of CI.
+# OpenBLAS, oneDNN and PyTorch; ONNX Runtime and OpenVINO in a virtual environment, bench/.venv;
+# PyPI's PyTorch in bench/.venv-torch), builds mhac, compiles one layer per shape, and prints a
+# Markdown table. Not part of CI.
 #   bench/run.sh [bench.py options, e.g. --rounds 3 --threads 2 --only mhac,openblas]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,9 +11,11 @@ work=${MHAC_BENCH_DIR:-$root/build/bench}
 venv=$root/bench/.venv
 
 "$root/scripts/setup.sh"
-if ! dpkg-query -W -f='${Status}' libopenblas-dev 2>/dev/null | grep -q "install ok installed"; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenblas-dev >/dev/null
-fi
+for package in libopenblas-dev libdnnl-dev; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null
+  fi
+done
 # The system Python holds Debian's PyTorch; the venv sees it and adds the other peers. NumPy
 # stays below 2, which Debian's PyTorch 1.13 was built against.
 if [ ! -x "$venv/bin/python" ]; then
@@ -21,10 +24,20 @@ if [ ! -x "$venv/bin/python" ]; then
     echo "bench: some Python peers did not install; they will show as n/a" >&2
 fi
 
+# PyPI's PyTorch in an environment of its own (about 5 GB with the CUDA libraries its Linux
+# wheel depends on; they load without a GPU), beside Debian's 1.13.
+torch_venv=$root/bench/.venv-torch
+if [ ! -x "$torch_venv/bin/python" ]; then
+  /usr/bin/python3 -m venv "$torch_venv"
+  "$torch_venv/bin/pip" install -q torch numpy ||
+    echo "bench: PyPI's PyTorch did not install; its peers will show as n/a" >&2
+fi
+
 "$root/scripts/build.sh" mhac mha-run
 mkdir -p "$work/modules" "$work/peers"
 cc -O3 -march=native -pthread "$root/bench/peak.c" -o "$work/peers/peak"
 cc -O3 -march=native "$root/bench/peers/openblas_mha.c" -lopenblas -lm -o "$work/peers/openblas_mha"
+cc -O3 -march=native "$root/bench/peers/onednn_mha.c" -ldnnl -lm -o "$work/peers/onednn_mha"
 while read -r b s d h causal; do
   name="b${b}_s${s}_d${d}_h${h}" flag=false
   if [ "$causal" = 1 ]; then name="${name}_causal" flag=true; fi
@@ -41,4 +54,5 @@ done <<'SHAPES'
 SHAPES
 
 "$venv/bin/python" "$root/bench/bench.py" --mha-run "$build/bin/mha-run" \
-  --modules "$work/modules" --peers-dir "$work/peers" --python "$venv/bin/python" "$@"
+  --modules "$work/modules" --peers-dir "$work/peers" --python "$venv/bin/python" \
+  --torch-python "$torch_venv/bin/python" "$@"

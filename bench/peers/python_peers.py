@@ -1,9 +1,10 @@
 """Times one multi-head attention layer in a Python framework: PyTorch's nn.MultiheadAttention
-(eval, no_grad, need_weights=False: its fast path), and the same module exported to ONNX and run
-by ONNX Runtime and by OpenVINO.
+(eval, no_grad, need_weights=False: its fast path), the same weights through one fused in-projection
+F.linear, scaled_dot_product_attention and the out-projection F.linear (torch-sdpa, PyTorch 2),
+and the module exported to ONNX and run by ONNX Runtime and by OpenVINO.
 
 usage: python_peers.py PEER B S D H CAUSAL THREADS CALLS     prints "median MS"
-PEER: torch-mha | onnxruntime | openvino
+PEER: torch-mha | torch-sdpa | onnxruntime | openvino
 """
 import os
 import statistics
@@ -27,6 +28,17 @@ def main():
         def call():
             with torch.no_grad():
                 mha(x, x, x, attn_mask=mask, need_weights=False)
+    elif peer == "torch-sdpa":
+        functional = torch.nn.functional
+        dh = d // h
+
+        def call():
+            with torch.inference_mode():
+                qkv = functional.linear(x, mha.in_proj_weight, mha.in_proj_bias)
+                q, k, v = (t.view(b, s, h, dh).transpose(1, 2) for t in qkv.chunk(3, dim=-1))
+                a = functional.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+                functional.linear(a.transpose(1, 2).reshape(b, s, d), mha.out_proj.weight,
+                                  mha.out_proj.bias)
     else:
         class Layer(torch.nn.Module):
             def __init__(self):

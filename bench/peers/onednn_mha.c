@@ -1,0 +1,222 @@
+/* A multi-head attention layer composed from oneDNN primitives, the way a library user at the
+ * best configuration would write it: four matmul projections whose weights are reordered once,
+ * outside the timed calls, into the layout oneDNN picks for them (format "any"), with the bias
+ * fused; then one batched matmul over every (batch, head) for the scores (the scale as an output
+ * scale, the causal mask as a fused binary add), a softmax primitive in place, and one batched
+ * matmul for the values that writes each head straight into [B, S, D]. Heads are read in place
+ * through strides. It materializes B·H·S·S scores, which mhac never does.
+ *
+ *   onednn_mha B S D H CAUSAL CALLS   prints "median MS"
+ *
+ * Threads: OMP_NUM_THREADS (Debian's oneDNN runs on OpenMP).
+ */
+#define _POSIX_C_SOURCE 199309L
+#include <math.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define CHECK(call)                                                                            \
+  do {                                                                                         \
+    dnnl_status_t status_ = (call);                                                            \
+    if (status_ != dnnl_success) {                                                             \
+      fprintf(stderr, "onednn_mha: %s: %s\n", #call, dnnl_status2str(status_));                \
+      exit(1);                                                                                 \
+    }                                                                                          \
+  } while (0)
+
+static dnnl_engine_t engine;
+static dnnl_stream_t stream;
+
+static float *randoms(size_t n, float bound) {
+  float *p = malloc(n * sizeof(float));
+  for (size_t i = 0; i < n && p; ++i)
+    p[i] = bound * (2.0f * (float)rand() / (float)RAND_MAX - 1.0f);
+  return p;
+}
+
+static dnnl_memory_desc_t strided(int ndims, const dnnl_dims_t dims, const dnnl_dims_t strides) {
+  dnnl_memory_desc_t md;
+  CHECK(dnnl_memory_desc_init_by_strides(&md, ndims, dims, dnnl_f32, strides));
+  return md;
+}
+
+static dnnl_memory_desc_t plain(int ndims, const dnnl_dims_t dims) {
+  dnnl_memory_desc_t md;
+  dnnl_format_tag_t tag = ndims == 2 ? dnnl_ab : ndims == 3 ? dnnl_abc : dnnl_abcd;
+  CHECK(dnnl_memory_desc_init_by_tag(&md, ndims, dims, dnnl_f32, tag));
+  return md;
+}
+
+static dnnl_memory_t memory(const dnnl_memory_desc_t *md, void *handle) {
+  dnnl_memory_t m;
+  CHECK(dnnl_memory_create(&m, md, engine, handle));
+  return m;
+}
+
+/* A matmul primitive; `attr` may be NULL. */
+static dnnl_primitive_t matmul(const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *weights,
+                               const dnnl_memory_desc_t *bias, const dnnl_memory_desc_t *dst,
+                               const_dnnl_primitive_attr_t attr, dnnl_primitive_desc_t *pd_out) {
+  dnnl_matmul_desc_t desc;
+  CHECK(dnnl_matmul_desc_init(&desc, src, weights, bias, dst));
+  dnnl_primitive_desc_t pd;
+  CHECK(dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL));
+  dnnl_primitive_t primitive;
+  CHECK(dnnl_primitive_create(&primitive, pd));
+  if (pd_out)
+    *pd_out = pd;
+  else
+    CHECK(dnnl_primitive_desc_destroy(pd));
+  return primitive;
+}
+
+static void run(dnnl_primitive_t primitive, int nargs, const dnnl_exec_arg_t *args) {
+  CHECK(dnnl_primitive_execute(primitive, stream, nargs, args));
+}
+
+/* y[M, N] = x[M, K] W[N, K]^T + b, with W reordered once into oneDNN's preferred layout. */
+typedef struct {
+  dnnl_primitive_t primitive;
+  dnnl_memory_t weights, bias;
+} Linear;
+
+static Linear linear(int64_t m, int64_t n, int64_t k, const float *w, float *b) {
+  dnnl_memory_desc_t src = plain(2, (dnnl_dims_t){m, k});
+  dnnl_memory_desc_t dst = plain(2, (dnnl_dims_t){m, n});
+  dnnl_memory_desc_t bias = plain(2, (dnnl_dims_t){1, n});
+  dnnl_memory_desc_t any;
+  CHECK(dnnl_memory_desc_init_by_tag(&any, 2, (dnnl_dims_t){k, n}, dnnl_f32, dnnl_format_tag_any));
+  dnnl_primitive_desc_t pd;
+  Linear result;
+  result.primitive = matmul(&src, &any, &bias, &dst, NULL, &pd);
+  /* The user's W [N, K] read as W^T [K, N], reordered into the primitive's layout. */
+  dnnl_memory_desc_t user = strided(2, (dnnl_dims_t){k, n}, (dnnl_dims_t){1, k});
+  const dnnl_memory_desc_t *packed = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  dnnl_memory_t from = memory(&user, (void *)w);
+  CHECK(dnnl_memory_create(&result.weights, packed, engine, DNNL_MEMORY_ALLOCATE));
+  dnnl_primitive_desc_t reorder_pd;
+  CHECK(dnnl_reorder_primitive_desc_create(&reorder_pd, &user, engine, packed, engine, NULL));
+  dnnl_primitive_t reorder;
+  CHECK(dnnl_primitive_create(&reorder, reorder_pd));
+  run(reorder, 2,
+      (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, result.weights}});
+  CHECK(dnnl_stream_wait(stream));
+  CHECK(dnnl_primitive_destroy(reorder));
+  CHECK(dnnl_primitive_desc_destroy(reorder_pd));
+  CHECK(dnnl_primitive_desc_destroy(pd));
+  CHECK(dnnl_memory_destroy(from));
+  result.bias = memory(&bias, b);
+  return result;
+}
+
+static void apply(const Linear *l, dnnl_memory_t src, dnnl_memory_t dst) {
+  run(l->primitive, 4,
+      (dnnl_exec_arg_t[]){{DNNL_ARG_SRC, src},
+                          {DNNL_ARG_WEIGHTS, l->weights},
+                          {DNNL_ARG_BIAS, l->bias},
+                          {DNNL_ARG_DST, dst}});
+}
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int compare(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 7) {
+    fprintf(stderr, "usage: onednn_mha B S D H CAUSAL CALLS\n");
+    return 2;
+  }
+  int64_t B = atoi(argv[1]), S = atoi(argv[2]), D = atoi(argv[3]), H = atoi(argv[4]);
+  int causal = atoi(argv[5]), calls = atoi(argv[6]);
+  int64_t Dh = D / H, M = B * S;
+  CHECK(dnnl_engine_create(&engine, dnnl_cpu, 0));
+  CHECK(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags));
+
+  float *x = randoms((size_t)(M * D), 1.0f), *w[4], *b[4];
+  for (int i = 0; i < 4; ++i) {
+    w[i] = randoms((size_t)(D * D), 0.036f);
+    b[i] = randoms((size_t)D, 0.036f);
+  }
+  float *q = malloc(M * D * 4), *k = malloc(M * D * 4), *v = malloc(M * D * 4);
+  float *a = malloc(M * D * 4), *out = malloc(M * D * 4);
+  float *scores = malloc((size_t)(B * H * S * S) * 4);
+  float *mask = malloc((size_t)(S * S) * 4);
+  double *times = malloc(sizeof(double) * (size_t)(calls + 1));
+  if (!x || !q || !k || !v || !a || !out || !scores || !mask || !times) {
+    fprintf(stderr, "onednn_mha: out of memory\n");
+    return 1;
+  }
+  for (int64_t i = 0; i < S; ++i)
+    for (int64_t j = 0; j < S; ++j)
+      mask[i * S + j] = j > i ? -INFINITY : 0.0f;
+
+  Linear projection[4];
+  for (int i = 0; i < 4; ++i)
+    projection[i] = linear(M, D, D, w[i], b[i]);
+  dnnl_memory_desc_t rows = plain(2, (dnnl_dims_t){M, D});
+  dnnl_memory_t xm = memory(&rows, x), qm = memory(&rows, q), km = memory(&rows, k);
+  dnnl_memory_t vm = memory(&rows, v), am = memory(&rows, a), outm = memory(&rows, out);
+
+  /* Heads in place: [B, S, H, Dh] seen as [B, H, S, Dh], and keys as [B, H, Dh, S]. */
+  const dnnl_dims_t heads = {B, H, S, Dh}, headStrides = {S * D, Dh, D, 1};
+  dnnl_memory_desc_t headMd = strided(4, heads, headStrides);
+  dnnl_memory_desc_t keysT = strided(4, (dnnl_dims_t){B, H, Dh, S}, (dnnl_dims_t){S * D, Dh, 1, D});
+  dnnl_memory_desc_t scoreMd = plain(4, (dnnl_dims_t){B, H, S, S});
+  dnnl_memory_desc_t maskMd = plain(4, (dnnl_dims_t){1, 1, S, S});
+
+  dnnl_primitive_attr_t scoreAttr;
+  CHECK(dnnl_primitive_attr_create(&scoreAttr));
+  float scale = 1.0f / sqrtf((float)Dh);
+  CHECK(dnnl_primitive_attr_set_output_scales(scoreAttr, 1, 0, &scale));
+  if (causal) {
+    dnnl_post_ops_t ops;
+    CHECK(dnnl_post_ops_create(&ops));
+    CHECK(dnnl_post_ops_append_binary(ops, dnnl_binary_add, &maskMd));
+    CHECK(dnnl_primitive_attr_set_post_ops(scoreAttr, ops));
+    CHECK(dnnl_post_ops_destroy(ops));
+  }
+  dnnl_primitive_t scoresOp = matmul(&headMd, &keysT, NULL, &scoreMd, scoreAttr, NULL);
+  dnnl_primitive_t valuesOp = matmul(&scoreMd, &headMd, NULL, &headMd, NULL, NULL);
+  dnnl_softmax_v2_desc_t softmaxDesc;
+  CHECK(dnnl_softmax_v2_forward_desc_init(&softmaxDesc, dnnl_forward_inference,
+                                          dnnl_softmax_accurate, &scoreMd, &scoreMd, 3));
+  dnnl_primitive_desc_t softmaxPd;
+  CHECK(dnnl_primitive_desc_create(&softmaxPd, &softmaxDesc, NULL, engine, NULL));
+  dnnl_primitive_t softmaxOp;
+  CHECK(dnnl_primitive_create(&softmaxOp, softmaxPd));
+
+  dnnl_memory_t qh = memory(&headMd, q), kh = memory(&keysT, k), vh = memory(&headMd, v);
+  dnnl_memory_t ah = memory(&headMd, a), sm = memory(&scoreMd, scores);
+  dnnl_memory_t mm = memory(&maskMd, mask);
+
+  for (int call = 0; call <= calls; ++call) { /* call 0 warms up */
+    double start = now();
+    apply(&projection[0], xm, qm);
+    apply(&projection[1], xm, km);
+    apply(&projection[2], xm, vm);
+    dnnl_exec_arg_t scoreArgs[] = {{DNNL_ARG_SRC, qh},
+                                   {DNNL_ARG_WEIGHTS, kh},
+                                   {DNNL_ARG_DST, sm},
+                                   {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, mm}};
+    run(scoresOp, causal ? 4 : 3, scoreArgs);
+    run(softmaxOp, 2, (dnnl_exec_arg_t[]){{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, sm}});
+    run(valuesOp, 3,
+        (dnnl_exec_arg_t[]){{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, vh}, {DNNL_ARG_DST, ah}});
+    apply(&projection[3], am, outm);
+    CHECK(dnnl_stream_wait(stream));
+    times[call] = now() - start;
+  }
+  qsort(times + 1, (size_t)calls, sizeof(double), compare);
+  printf("median %.4f\n", times[1 + calls / 2] * 1e3);
+  return out[0] == 12345.0f;
+}
