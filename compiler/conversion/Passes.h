@@ -25,6 +25,8 @@ namespace mhac {
 constexpr llvm::StringLiteral kParameterAttr = "mhac.parameter";
 /// On the op whose result is a weight rearranged into the layout its kernel reads.
 constexpr llvm::StringLiteral kPreparedWeightAttr = "mhac.prepared_weight";
+/// On the linalg op of each projection, for the schedule to find.
+constexpr llvm::StringLiteral kProjectionAttr = "mhac.projection";
 /// The function that prepares the parameters of layer NAME is `mhac_prepare_NAME`.
 constexpr llvm::StringLiteral kPreparationPrefix = "mhac_prepare_";
 

@@ -18,7 +18,16 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
     pass over the output. bf16 operands are widened inside the matmul, accumulated in f32 and
     rounded once at the end. The transform-dialect schedule then tiles and vectorizes these
     matmuls, fusing the initialization into each tile.
+
+    Where the output width is a multiple of `panel-width`, the weight is instead prepared as
+    contiguous column panels `[out / P][in][P]` and the product is a `linalg.generic` over
+    (row, panel, column, k) writing the output seen as `[rows][out / P][P]`. Every projection
+    op carries `mhac.projection`; every rearranged weight `mhac.prepared_weight`.
   }];
+  let options = [
+    Option<"panelWidth", "panel-width", "int64_t", /*default=*/"0",
+           "Columns of a packed weight panel (the register tile's width); 0 packs none">,
+  ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",
     "mlir::linalg::LinalgDialect",

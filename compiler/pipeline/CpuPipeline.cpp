@@ -51,7 +51,8 @@ static LogicalResult runPipeline(ModuleOp module, StringRef pipeline) {
 
 LogicalResult lowerMhaToLinalg(ModuleOp module, const Schedule &schedule) {
   PassManager pm(module.getContext());
-  pm.addNestedPass<func::FuncOp>(createConvertMhaToLinalg());
+  pm.addNestedPass<func::FuncOp>(
+      createConvertMhaToLinalg(ConvertMhaToLinalgOptions{schedule.projection.registerTile[1]}));
   pm.addPass(createSplitWeightPreparation());
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   funcPm.addPass(createConvertMhaAttentionToLoops(ConvertMhaAttentionToLoopsOptions{

@@ -98,7 +98,93 @@ module attributes {{transform.with_named_sequence} {{
     transform.yield
   }
 
+  // Matches a panel projection (loops: row, panel, column, k) deeper than one reduction block.
+  transform.named_sequence @match_deep_panel_reduction(%op: !transform.any_op {{transform.readonly})
+      -> !transform.any_op {{
+    transform.match.operation_name %op ["linalg.generic"] : !transform.any_op
+    transform.match.structured %op : !transform.any_op {{
+    ^bb0(%s: !transform.any_op):
+      %k = transform.match.structured.dim %s[3] : (!transform.any_op) -> !transform.param<i64>
+      %block = transform.param.constant {5} : i64 -> !transform.param<i64>
+      transform.match.param.cmpi gt %k, %block : !transform.param<i64>
+      transform.match.structured.yield
+    }
+    transform.yield %op : !transform.any_op
+  }
+
+  transform.named_sequence @block_panel_reduction(%op: !transform.any_op {{transform.consumed}) {{
+    %blocked, %depth = transform.structured.tile_using_for %op tile_sizes [0, 0, 0, {5}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.include @peel failures(suppress) (%depth) : (!transform.any_op) -> ()
+    transform.yield
+  }
+
+  // Matches a panel projection's register tile of static shape.
+  transform.named_sequence @match_full_panel_tile(%op: !transform.any_op {{transform.readonly})
+      -> !transform.any_op {{
+    transform.match.operation_name %op ["linalg.generic"] : !transform.any_op
+    transform.match.structured %op : !transform.any_op {{
+    ^bb0(%s: !transform.any_op):
+      %zero = transform.param.constant 0 : i64 -> !transform.param<i64>
+      %d0 = transform.match.structured.dim %s[0] : (!transform.any_op) -> !transform.param<i64>
+      %d3 = transform.match.structured.dim %s[3] : (!transform.any_op) -> !transform.param<i64>
+      transform.match.param.cmpi ge %d0, %zero : !transform.param<i64>
+      transform.match.param.cmpi ge %d3, %zero : !transform.param<i64>
+      transform.match.structured.yield
+    }
+    transform.yield %op : !transform.any_op
+  }
+
+  transform.named_sequence @vectorize_full_panel_tile(%tile: !transform.any_op {{transform.consumed}) {{
+    %step, %reduction = transform.structured.tile_using_for %tile tile_sizes [0, 0, 0, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.structured.vectorize %step : !transform.any_op
+    transform.yield
+  }
+
   transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.readonly}) {{
+    // Panel projections (weights packed as [N / P][K][P]): cache tiles of rows x panels as an
+    // scf.forall with the accumulator's initialization fused; reduction blocks; register tiles
+    // of rows x one panel, panels outside rows; full tiles vectorized, edge rows one by one.
+    %panelProjections = transform.structured.match ops{{["linalg.generic"]}
+        attributes {{mhac.projection} in %root : (!transform.any_op) -> !transform.any_op
+    transform.foreach %panelProjections : !transform.any_op {{
+    ^bb0(%projection: !transform.any_op):
+      %init = transform.get_producer_of_operand %projection[2]
+          : (!transform.any_op) -> !transform.any_op
+      %tiled, %tiles = transform.structured.tile_using_forall %projection
+          tile_sizes [{0}, {6}]
+          : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+      %fusedInit, %forall = transform.structured.fuse_into_containing_op %init into %tiles
+          : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
+      %reblocked = transform.foreach_match in %forall
+          @match_deep_panel_reduction -> @block_panel_reduction
+          : (!transform.any_op) -> !transform.any_op
+      %blocked = transform.structured.match ops{{["linalg.generic"]}
+          attributes {{mhac.projection} in %reblocked : (!transform.any_op) -> !transform.any_op
+      %micro, %panelLoop, %rows = transform.structured.tile_using_for %blocked
+          tile_sizes [{2}, 1, 0, 0] interchange = [1, 0, 2, 3]
+          : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+      transform.include @peel failures(suppress) (%rows) : (!transform.any_op) -> ()
+      transform.apply_patterns to %reblocked {{
+        transform.apply_patterns.canonicalization
+      } : !transform.any_op
+      %vectorized = transform.foreach_match in %reblocked
+          @match_full_panel_tile -> @vectorize_full_panel_tile
+          : (!transform.any_op) -> !transform.any_op
+      %partial = transform.structured.match ops{{["linalg.generic"]}
+          attributes {{mhac.projection} in %vectorized : (!transform.any_op) -> !transform.any_op
+      transform.foreach %partial : !transform.any_op {{
+      ^bb1(%tile: !transform.any_op):
+        %row, %rowLoop, %rowReduction = transform.structured.tile_using_for %tile
+            tile_sizes [1, 0, 0, 1]
+            : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+        transform.structured.vectorize %row : !transform.any_op
+        transform.yield
+      }
+      transform.yield
+    }
+
     %matmuls = transform.structured.match ops{{["linalg.matmul"]} in %root
         : (!transform.any_op) -> !transform.any_op
     transform.foreach %matmuls : !transform.any_op {{
@@ -177,7 +263,8 @@ module attributes {{transform.with_named_sequence} {{
 }
 )mlir",
                        p.cacheTile[0], p.cacheTile[1], p.registerTile[0], p.registerTile[1],
-                       p.registerTile[2], p.reductionBlock)
+                       p.registerTile[2], p.reductionBlock,
+                       p.cacheTile[1] / p.registerTile[1])
       .str();
 }
 

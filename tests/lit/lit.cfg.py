@@ -25,6 +25,16 @@ config.substitutions.append(("%mhac_lib_dir", os.path.join(config.mhac_obj_root,
 if config.fuzzers_enabled:
     config.available_features.add("fuzzers")
 
+# CPU features, for tests that run code compiled for a target other than the host.
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        flags = next((line.split(":", 1)[1].split() for line in cpuinfo
+                      if line.startswith("flags")), [])
+    if {"avx2", "fma", "f16c", "bmi2"} <= set(flags):
+        config.available_features.add("x86-64-v3")
+except OSError:
+    pass
+
 # PyTorch, for comparisons with nn.MultiheadAttention: Debian's python3-torch belongs to the
 # system Python, which may not be the first python3 on PATH.
 import subprocess

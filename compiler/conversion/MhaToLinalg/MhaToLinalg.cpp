@@ -35,8 +35,91 @@ void markParameter(Value value) {
     func.setArgAttr(arg.getArgNumber(), kParameterAttr, UnitAttr::get(func.getContext()));
 }
 
+/// Marks `prepared` as the weight in its kernel's layout, computed from the weight alone: the
+/// layer's preparation function (mhac-split-weight-preparation) computes it once per set of
+/// weights.
+void markPrepared(Value prepared) {
+  prepared.getDefiningOp()->setAttr(kPreparedWeightAttr, UnitAttr::get(prepared.getContext()));
+}
+
+/// y[M, N] = x[M, K] W[N, K]^T + bias, accumulated in f32, with the weight prepared as column
+/// panels Wp[N / P][K][P] (P = `panel`): each panel is contiguous, so a register tile streams
+/// one panel's rows from consecutive cache lines. The output is seen as [M][N / P][P] (a free
+/// reshape) and the accumulator starts at the bias.
+Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, mha::LinearOp op,
+                   ArrayRef<Value> dynamicRows, int64_t rows, int64_t panel) {
+  MLIRContext *ctx = rewriter.getContext();
+  Type f32 = rewriter.getF32Type();
+  auto weightType = op.getWeight().getType();
+  int64_t out = weightType.getDimSize(0), in = weightType.getDimSize(1);
+  int64_t panels = out / panel;
+  Type weightElement = weightType.getElementType();
+
+  // Wp = W viewed as [N / P][P][K], transposed to [N / P][K][P].
+  Value split = tensor::ExpandShapeOp::create(
+      rewriter, loc, RankedTensorType::get({panels, panel, in}, weightElement), op.getWeight(),
+      ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+  Value packedEmpty =
+      tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{panels, in, panel}, weightElement);
+  Value packed = linalg::TransposeOp::create(rewriter, loc, split, packedEmpty,
+                                             ArrayRef<int64_t>{0, 2, 1})
+                     .getResult()[0];
+  markPrepared(packed);
+
+  // The accumulator [M][N / P][P], from the bias or zero.
+  auto accType = RankedTensorType::get({rows, panels, panel}, f32);
+  Value empty = tensor::EmptyOp::create(rewriter, loc, accType.getShape(), f32, dynamicRows);
+  auto parallel = utils::IteratorType::parallel;
+  Value init;
+  if (Value bias = op.getBias()) {
+    Type biasElement = cast<RankedTensorType>(bias.getType()).getElementType();
+    Value bias2d = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get({panels, panel}, biasElement), bias,
+        ArrayRef<ReassociationIndices>{{0, 1}});
+    AffineMap biasMap =
+        AffineMap::get(3, 0, {getAffineDimExpr(1, ctx), getAffineDimExpr(2, ctx)}, ctx);
+    init = linalg::GenericOp::create(
+               rewriter, loc, accType, ValueRange{bias2d}, ValueRange{empty},
+               ArrayRef<AffineMap>{biasMap, AffineMap::getMultiDimIdentityMap(3, ctx)},
+               ArrayRef<utils::IteratorType>{parallel, parallel, parallel},
+               [&](OpBuilder &b, Location nested, ValueRange args) {
+                 Value value = args[0];
+                 if (value.getType() != f32)
+                   value = arith::ExtFOp::create(b, nested, f32, value);
+                 linalg::YieldOp::create(b, nested, value);
+               })
+               .getResult(0);
+  } else {
+    Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
+    init = linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+  }
+
+  // Loops (m, panel, column in panel, k): acc[m][p][c] += x[m][k] * Wp[p][k][c].
+  auto dim = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {dim(0), dim(3)}, ctx),
+                                 AffineMap::get(4, 0, {dim(1), dim(3), dim(2)}, ctx),
+                                 AffineMap::get(4, 0, {dim(0), dim(1), dim(2)}, ctx)};
+  auto product = linalg::GenericOp::create(
+      rewriter, loc, accType, ValueRange{input, packed}, ValueRange{init}, maps,
+      ArrayRef<utils::IteratorType>{parallel, parallel, parallel, utils::IteratorType::reduction},
+      [&](OpBuilder &b, Location nested, ValueRange args) {
+        Value x = args[0], w = args[1];
+        if (x.getType() != f32)
+          x = arith::ExtFOp::create(b, nested, f32, x);
+        if (w.getType() != f32)
+          w = arith::ExtFOp::create(b, nested, f32, w);
+        Value sum = arith::AddFOp::create(b, nested, args[2],
+                                          arith::MulFOp::create(b, nested, x, w));
+        linalg::YieldOp::create(b, nested, sum);
+      });
+  product->setAttr(kProjectionAttr, rewriter.getUnitAttr());
+  return tensor::CollapseShapeOp::create(rewriter, loc, product.getResult(0),
+                                         ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+}
+
 struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LinearOpLowering(MLIRContext *ctx, int64_t panelWidth)
+      : OpRewritePattern(ctx), panelWidth(panelWidth) {}
 
   LogicalResult matchAndRewrite(mha::LinearOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -66,73 +149,16 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
     if (ShapedType::isDynamic(rows))
       dynamicRows.push_back(tensor::DimOp::create(rewriter, loc, input, 0));
 
-    // The accumulator starts at the bias (broadcast over the rows, widened to f32) or at zero.
-    auto accType = RankedTensorType::get({rows, outFeatures}, f32);
-    Value empty = tensor::EmptyOp::create(rewriter, loc, accType.getShape(), f32, dynamicRows);
-    Value init;
-    if (Value bias = op.getBias()) {
-      MLIRContext *ctx = rewriter.getContext();
-      AffineMap biasMap = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
-      AffineMap outMap = AffineMap::getMultiDimIdentityMap(2, ctx);
-      init = linalg::GenericOp::create(rewriter, loc, accType, ValueRange{bias}, ValueRange{empty},
-                                       ArrayRef<AffineMap>{biasMap, outMap},
-                                       ArrayRef<utils::IteratorType>{utils::IteratorType::parallel,
-                                                                     utils::IteratorType::parallel},
-                                       [&](OpBuilder &b, Location nested, ValueRange args) {
-                                         Value value = args[0];
-                                         if (value.getType() != f32)
-                                           value = arith::ExtFOp::create(b, nested, f32, value);
-                                         linalg::YieldOp::create(b, nested, value);
-                                       })
-                 .getResult(0);
-    } else {
-      Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
-      init = linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
-    }
-
-    // y = x * W^T + acc. W comes in PyTorch's [out, in] layout; the matmul reads it as
-    // [in, out], so that a row of W^T (the outputs of one input feature) is contiguous and the
-    // register tiles broadcast x and load W^T.
-    auto weightType = op.getWeight().getType();
-    int64_t in = weightType.getDimSize(1), out = weightType.getDimSize(0);
-    Type weightElement = weightType.getElementType();
-    // The rearranged weight (padded rows and all) depends on the weight alone: it is computed
-    // once per set of weights by the layer's preparation function
-    // (mhac-split-weight-preparation).
-    auto prepare = [&](Value prepared) {
-      prepared.getDefiningOp()->setAttr(kPreparedWeightAttr, rewriter.getUnitAttr());
-    };
-    Value transposed;
-    if (out % kAliasingWidth != 0) {
-      Value empty =
-          tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{in, out}, weightElement);
-      transposed =
-          linalg::TransposeOp::create(rewriter, loc, op.getWeight(), empty, ArrayRef<int64_t>{1, 0})
-              .getResult()[0];
-      prepare(transposed);
-    } else {
-      // Rows a multiple of 1 KiB apart map to the same L1 sets: the register tiles, which read
-      // one row of W^T per step, would evict each other. The rows are padded by one cache line.
-      Value padded = tensor::EmptyOp::create(
-          rewriter, loc, ArrayRef<int64_t>{in, out + kRowPadding}, weightElement);
-      SmallVector<OpFoldResult> zeros(2, rewriter.getIndexAttr(0));
-      SmallVector<OpFoldResult> sizes = {rewriter.getIndexAttr(in), rewriter.getIndexAttr(out)};
-      SmallVector<OpFoldResult> ones(2, rewriter.getIndexAttr(1));
-      Value view = tensor::ExtractSliceOp::create(rewriter, loc, padded, zeros, sizes, ones);
-      Value written =
-          linalg::TransposeOp::create(rewriter, loc, op.getWeight(), view, ArrayRef<int64_t>{1, 0})
-              .getResult()[0];
-      Value whole =
-          tensor::InsertSliceOp::create(rewriter, loc, written, padded, zeros, sizes, ones);
-      prepare(whole);
-      transposed = tensor::ExtractSliceOp::create(rewriter, loc, whole, zeros, sizes, ones);
-    }
     markParameter(op.getWeight());
     if (Value bias = op.getBias())
       markParameter(bias);
-    Value product = linalg::MatmulOp::create(rewriter, loc, TypeRange{accType},
-                                             ValueRange{input, transposed}, ValueRange{init})
-                        .getResult(0);
+    auto accType = RankedTensorType::get({rows, outFeatures}, f32);
+    Value product;
+    if (panelWidth > 0 && outFeatures % panelWidth == 0)
+      product = panelProduct(rewriter, loc, input, op, dynamicRows, rows, panelWidth);
+    else
+      product = matmulProduct(rewriter, loc, input, op, dynamicRows, accType);
+
 
     // bf16 layers round the f32 accumulator once.
     Value result = product;
@@ -176,12 +202,81 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
     rewriter.replaceOp(op, result);
     return success();
   }
+
+  /// y = x * W^T + acc as a linalg.matmul on W^T [in, out] (rows padded where their length
+  /// would alias in L1), for widths that are not a whole number of panels.
+  static Value matmulProduct(PatternRewriter &rewriter, Location loc, Value input,
+                             mha::LinearOp op, ArrayRef<Value> dynamicRows,
+                             RankedTensorType accType) {
+    Type f32 = rewriter.getF32Type();
+    Value empty = tensor::EmptyOp::create(rewriter, loc, accType.getShape(), f32, dynamicRows);
+    Value init;
+    if (Value bias = op.getBias()) {
+      MLIRContext *ctx = rewriter.getContext();
+      AffineMap biasMap = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
+      AffineMap outMap = AffineMap::getMultiDimIdentityMap(2, ctx);
+      init = linalg::GenericOp::create(rewriter, loc, accType, ValueRange{bias}, ValueRange{empty},
+                                       ArrayRef<AffineMap>{biasMap, outMap},
+                                       ArrayRef<utils::IteratorType>{utils::IteratorType::parallel,
+                                                                     utils::IteratorType::parallel},
+                                       [&](OpBuilder &b, Location nested, ValueRange args) {
+                                         Value value = args[0];
+                                         if (value.getType() != f32)
+                                           value = arith::ExtFOp::create(b, nested, f32, value);
+                                         linalg::YieldOp::create(b, nested, value);
+                                       })
+                 .getResult(0);
+    } else {
+      Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
+      init = linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+    }
+
+    // y = x * W^T + acc. W comes in PyTorch's [out, in] layout; the matmul reads it as
+    // [in, out], so that a row of W^T (the outputs of one input feature) is contiguous and the
+    // register tiles broadcast x and load W^T.
+    auto weightType = op.getWeight().getType();
+    int64_t in = weightType.getDimSize(1), out = weightType.getDimSize(0);
+    Type weightElement = weightType.getElementType();
+    Value transposed;
+    if (out % kAliasingWidth != 0) {
+      Value empty =
+          tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{in, out}, weightElement);
+      transposed =
+          linalg::TransposeOp::create(rewriter, loc, op.getWeight(), empty, ArrayRef<int64_t>{1, 0})
+              .getResult()[0];
+      markPrepared(transposed);
+    } else {
+      // Rows a multiple of 1 KiB apart map to the same L1 sets: the register tiles, which read
+      // one row of W^T per step, would evict each other. The rows are padded by one cache line.
+      Value padded = tensor::EmptyOp::create(
+          rewriter, loc, ArrayRef<int64_t>{in, out + kRowPadding}, weightElement);
+      SmallVector<OpFoldResult> zeros(2, rewriter.getIndexAttr(0));
+      SmallVector<OpFoldResult> sizes = {rewriter.getIndexAttr(in), rewriter.getIndexAttr(out)};
+      SmallVector<OpFoldResult> ones(2, rewriter.getIndexAttr(1));
+      Value view = tensor::ExtractSliceOp::create(rewriter, loc, padded, zeros, sizes, ones);
+      Value written =
+          linalg::TransposeOp::create(rewriter, loc, op.getWeight(), view, ArrayRef<int64_t>{1, 0})
+              .getResult()[0];
+      Value whole =
+          tensor::InsertSliceOp::create(rewriter, loc, written, padded, zeros, sizes, ones);
+      markPrepared(whole);
+      transposed = tensor::ExtractSliceOp::create(rewriter, loc, whole, zeros, sizes, ones);
+    }
+    auto matmul = linalg::MatmulOp::create(rewriter, loc, TypeRange{accType},
+                                           ValueRange{input, transposed}, ValueRange{init});
+    matmul->setAttr(kProjectionAttr, rewriter.getUnitAttr());
+    return matmul.getResult(0);
+  }
+
+  int64_t panelWidth;
 };
 
 struct ConvertMhaToLinalgPass : impl::ConvertMhaToLinalgBase<ConvertMhaToLinalgPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<LinearOpLowering>(&getContext());
+    patterns.add<LinearOpLowering>(&getContext(), panelWidth);
     // One walk, without folding: each projection is rewritten exactly once, as written.
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }

@@ -1,4 +1,5 @@
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg))" | FileCheck %s
+// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg{panel-width=16}))" | FileCheck %s --check-prefix=PANELS
 
 // A projection with a bias: the weight and bias are marked as parameters, the accumulator
 // starts at the broadcast bias, the weight is transposed to [in, out] for the matmul (into rows
@@ -15,7 +16,7 @@
 // The padded weight is what the layer's preparation function will compute.
 // CHECK:         %[[WHOLE:.*]] = tensor.insert_slice %[[WT]] into %[[PADDED]]{{.*}} {mhac.prepared_weight}
 // CHECK:         %[[B:.*]] = tensor.extract_slice %[[WHOLE]][0, 0] [768, 512] [1, 1]
-// CHECK:         %[[MM:.*]] = linalg.matmul ins(%[[ROWS]], %[[B]] : tensor<?x768xf32>, tensor<768x512xf32>) outs(%[[INIT]] : tensor<?x512xf32>)
+// CHECK:         %[[MM:.*]] = linalg.matmul {mhac.projection} ins(%[[ROWS]], %[[B]] : tensor<?x768xf32>, tensor<768x512xf32>) outs(%[[INIT]] : tensor<?x512xf32>)
 // CHECK:         tensor.expand_shape %[[MM]] {{\[\[}}0, 1], [2]] output_shape [%{{.*}}, 128, 512] : tensor<?x512xf32> into tensor<?x128x512xf32>
 // CHECK-NOT:     mha.linear
 func.func @with_bias(%x: tensor<?x128x768xf32>, %w: tensor<512x768xf32>, %b: tensor<512xf32>) -> tensor<?x128x512xf32> {
@@ -37,7 +38,7 @@ func.func @without_bias(%x: tensor<2x3x8xf32>, %w: tensor<16x8xf32>) -> tensor<2
 // CHECK-LABEL: func.func @bf16
 // CHECK:         linalg.generic
 // CHECK:           arith.extf %{{.*}} : bf16 to f32
-// CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x8xbf16>, tensor<8x16xbf16>) outs(%{{.*}} : tensor<4x16xf32>)
+// CHECK:         linalg.matmul {mhac.projection} ins(%{{.*}}, %{{.*}} : tensor<4x8xbf16>, tensor<8x16xbf16>) outs(%{{.*}} : tensor<4x16xf32>)
 // CHECK:         linalg.generic
 // CHECK:           arith.truncf %{{.*}} : f32 to bf16
 func.func @bf16(%x: tensor<4x8xbf16>, %w: tensor<16x8xbf16>, %b: tensor<16xbf16>) -> tensor<4x16xbf16> {
@@ -52,4 +53,26 @@ func.func @bf16(%x: tensor<4x8xbf16>, %w: tensor<16x8xbf16>, %b: tensor<16xbf16>
 func.func @two_dynamic(%x: tensor<?x?x8xf32>, %w: tensor<4x8xf32>) -> tensor<?x?x4xf32> {
   %y = mha.linear %x, %w : (tensor<?x?x8xf32>, tensor<4x8xf32>) -> tensor<?x?x4xf32>
   return %y : tensor<?x?x4xf32>
+}
+
+// With panel-width=16, widths that are a whole number of panels pack the weight as contiguous
+// column panels [out / 16][in][16] (marked for the preparation function) and multiply with a
+// generic over (row, panel, column, k) whose output is the result seen as [rows][panels][16].
+// PANELS-DAG:   #[[X_MAP:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3)>
+// PANELS-DAG:   #[[W_MAP:.*]] = affine_map<(d0, d1, d2, d3) -> (d1, d3, d2)>
+// PANELS-DAG:   #[[OUT_MAP:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// PANELS-LABEL: func.func @with_bias
+// PANELS:         %[[SPLIT:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0, 1], [2]] output_shape [32, 16, 768] : tensor<512x768xf32> into tensor<32x16x768xf32>
+// PANELS:         %[[PACKED:.*]] = linalg.transpose ins(%[[SPLIT]] : tensor<32x16x768xf32>) outs(%{{.*}} : tensor<32x768x16xf32>) permutation = [0, 2, 1]  {mhac.prepared_weight}
+// PANELS:         %[[BIAS:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [32, 16] : tensor<512xf32> into tensor<32x16xf32>
+// PANELS:         %[[INIT:.*]] = linalg.generic {{.*}} ins(%[[BIAS]] : tensor<32x16xf32>) outs(%{{.*}} : tensor<?x32x16xf32>)
+// PANELS:         %[[PRODUCT:.*]] = linalg.generic {indexing_maps = [#[[X_MAP]], #[[W_MAP]], #[[OUT_MAP]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%{{.*}}, %[[PACKED]] : tensor<?x768xf32>, tensor<32x768x16xf32>) outs(%[[INIT]] : tensor<?x32x16xf32>) attrs = {mhac.projection}
+// PANELS:         tensor.collapse_shape %[[PRODUCT]] {{\[\[}}0], [1, 2]] : tensor<?x32x16xf32> into tensor<?x512xf32>
+// A width of 50 is no whole number of panels: W^T and a matmul, as without panels.
+// PANELS-LABEL: func.func @odd_width
+// PANELS:         linalg.transpose ins(%{{.*}} : tensor<50x8xf32>) outs(%{{.*}} : tensor<8x50xf32>) permutation = [1, 0]  {mhac.prepared_weight}
+// PANELS:         linalg.matmul {mhac.projection}
+func.func @odd_width(%x: tensor<4x8xf32>, %w: tensor<50x8xf32>) -> tensor<4x50xf32> {
+  %y = mha.linear %x, %w : (tensor<4x8xf32>, tensor<50x8xf32>) -> tensor<4x50xf32>
+  return %y : tensor<4x50xf32>
 }
