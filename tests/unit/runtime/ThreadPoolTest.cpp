@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -153,4 +154,18 @@ TEST_F(ThreadPoolTest, SurvivesManyShortLoopsFromSeveralThreads) {
   for (auto &caller : callers)
     caller.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+// Workers spin for the next loop a while, then sleep: loops that follow each other at once, and
+// loops that come after the workers have gone to sleep, all run every iteration once.
+TEST_F(ThreadPoolTest, JoinsLoopsWhetherWorkersSpinOrSleep) {
+  mhac_set_num_threads(3);
+  for (int loop = 0; loop < 60; ++loop) {
+    if (loop % 10 == 9)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2)); // past the spin: asleep
+    Counter counter(37 + loop);
+    ASSERT_EQ(mhac_parallel_for(countHit, &counter, 37 + loop), MHAC_OK);
+    for (auto &hit : counter.hits)
+      ASSERT_EQ(hit.load(), 1) << "loop " << loop;
+  }
 }
