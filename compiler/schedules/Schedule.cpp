@@ -291,6 +291,10 @@ module attributes {transform.with_named_sequence} {
       transform.apply_patterns.vector.lower_outerproduct
       transform.apply_patterns.vector.lower_broadcast
     } : !transform.any_op
+    // Attention's 16 x 16 query tiles transpose with shuffles (the default moves each element).
+    transform.apply_patterns to %hoisted {
+      transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_16x16"
+    } : !transform.any_op
     transform.apply_patterns to %hoisted {
       transform.apply_patterns.canonicalization
     } : !transform.any_op

@@ -77,6 +77,8 @@ struct AttentionBlocking {
   int64_t queryBlock, keyBlock;
   /// Rows of the score tile (keys) and of the p.v tile (query rows).
   int64_t keyTile, queryTile;
+  /// f32 lanes of a vector register: the side of the square tiles the queries are transposed in.
+  int64_t lanes;
 };
 
 /// Builds the loop nest of one mha.attention.
@@ -145,6 +147,8 @@ private:
     return loop.getResults();
   }
 
+  /// qT = scale * q[b, i0:i0+QB, h, :]^T, zero in the columns of rows past the sequence's end.
+  void buildQueryTranspose(Value query, Value qCol, Value rows);
   /// sT[j][:] for the keys j0 + [0, cols) (and up to the end of their last tile): valid lanes hold
 /// q.k, the others -inf.
   void buildScores(Value j0, Value cols);
@@ -163,6 +167,50 @@ private:
   // Scratch of one parallel iteration.
   Value queryT_, scores_, acc_, alpha_;
 };
+
+void AttentionLowering::buildQueryTranspose(Value query, Value qCol, Value rows) {
+  Value c0 = index(0), c1 = index(1), dh = index(headDim_);
+  Value scale = arith::ConstantOp::create(b_, loc_, op_.getScaleAttr());
+  int64_t lanes = blocking_.lanes;
+  if (headDim_ % lanes != 0 || blocking_.queryBlock % lanes != 0) {
+    // Element by element, zero in the columns of rows past the end.
+    forLoop(c0, dh, c1, [&](Value d) {
+      storeVector(splat(queryVector_, f32(0)), queryT_, {d, c0});
+    });
+    forLoop(c0, rows, c1, [&](Value r) {
+      Value row = add(i0_, r);
+      forLoop(c0, dh, c1, [&](Value d) {
+        Value q = loadScalar(query, {batch_, row, add(qCol, d)});
+        memref::StoreOp::create(b_, loc_, arith::MulFOp::create(b_, loc_, q, scale), queryT_,
+                                ValueRange{d, r});
+      });
+    });
+    return;
+  }
+  // Square tiles of lanes x lanes, transposed in registers (vector.transpose, lowered to
+  // shuffles); rows past the end of the sequence read as zero.
+  MLIRContext *ctx = b_.getContext();
+  auto tileType = VectorType::get({lanes, lanes}, elementType_);
+  auto f32Tile = VectorType::get({lanes, lanes}, f32_);
+  AffineMap rowsAndColumns =
+      AffineMap::get(3, 0, {getAffineDimExpr(1, ctx), getAffineDimExpr(2, ctx)}, ctx);
+  Value padding = arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(elementType_));
+  Value scales = splat(f32Tile, scale);
+  forLoop(c0, index(blocking_.queryBlock), index(lanes), [&](Value r) {
+    forLoop(c0, dh, index(lanes), [&](Value d) {
+      Value tile = vector::TransferReadOp::create(
+          b_, loc_, tileType, query, ValueRange{batch_, add(i0_, r), add(qCol, d)},
+          AffineMapAttr::get(rowsAndColumns), padding, /*mask=*/Value(),
+          b_.getBoolArrayAttr({false, true}));
+      if (elementType_ != f32_)
+        tile = arith::ExtFOp::create(b_, loc_, f32Tile, tile);
+      tile = arith::MulFOp::create(b_, loc_, tile, scales);
+      Value transposed = vector::TransposeOp::create(b_, loc_, tile, ArrayRef<int64_t>{1, 0});
+      vector::TransferWriteOp::create(b_, loc_, transposed, queryT_, ValueRange{d, r},
+                                      ArrayRef<bool>{true, true});
+    });
+  });
+}
 
 void AttentionLowering::buildScores(Value j0, Value cols) {
   int64_t tile = blocking_.keyTile;
@@ -305,19 +353,7 @@ Value AttentionLowering::build() {
   Value tile = index(blocking_.queryTile);
   Value rowsInUse = mul(arith::CeilDivSIOp::create(b_, loc_, rows, tile), tile);
 
-  // qT = scale * q^T, zero in the columns of rows past the end; o = 0.
-  Value scale = arith::ConstantOp::create(b_, loc_, op_.getScaleAttr());
-  forLoop(c0, dh, c1, [&](Value d) {
-    storeVector(splat(queryVector_, zero), queryT_, {d, c0});
-  });
-  forLoop(c0, rows, c1, [&](Value r) {
-    Value row = add(i0_, r);
-    forLoop(c0, dh, c1, [&](Value d) {
-      Value q = loadScalar(query, {batch_, row, add(qCol, d)});
-      memref::StoreOp::create(b_, loc_, arith::MulFOp::create(b_, loc_, q, scale), queryT_,
-                              ValueRange{d, r});
-    });
-  });
+  buildQueryTranspose(query, qCol, rows);
   forLoop(c0, index(queryBlock), c1, [&](Value r) {
     storeVector(splat(headVector_, zero), acc_, {r, c0});
   });
@@ -403,7 +439,7 @@ struct ConvertMhaAttentionToLoopsPass
       AttentionBlocking blocking{
           rows, keyBlock,
           tileRows(keyBlock, vectors(rows), accumulatorRegisters),
-          tileRows(rows, vectors(op.getHeadDim()), accumulatorRegisters)};
+          tileRows(rows, vectors(op.getHeadDim()), accumulatorRegisters), vectorLanes};
       OpBuilder builder(op);
       Value result = AttentionLowering(op, builder, blocking).build();
       op.getResult().replaceAllUsesWith(result);

@@ -17,6 +17,12 @@
 // CHECK-DAG:       %[[SCORES:.*]] = memref.alloca() {alignment = 64 : i64} : memref<64x16xf32>
 // CHECK-DAG:       %[[ACC:.*]] = memref.alloca() {alignment = 64 : i64} : memref<16x64xf32>
 // CHECK-DAG:       memref.alloca() {alignment = 64 : i64} : memref<16xf32>
+// The block's queries, scaled and transposed in 16 x 16 tiles in registers (rows past the end
+// of the sequence read as zero).
+// CHECK:           vector.transfer_read {{.*}} {in_bounds = [false, true]} : memref<?x100x256xf32, {{.*}}>, vector<16x16xf32>
+// CHECK:           arith.mulf {{.*}} : vector<16x16xf32>
+// CHECK:           vector.transpose %{{.*}}, [1, 0] : vector<16x16xf32> to vector<16x16xf32>
+// CHECK:           vector.transfer_write %{{.*}}, %[[QT]]{{.*}} {in_bounds = [true, true]} : vector<16x16xf32>, memref<64x16xf32>
 // The key blocks carry the running maximum and sum of every query of the block as vectors.
 // CHECK:           scf.for %{{.*}} = %c0 to %c300 step %c64 iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<16xf32>, vector<16xf32>)
 // Scores: tiles of 8 key rows (8 broadcast addresses at most) x the 16 queries, accumulated
@@ -45,8 +51,10 @@
 // CHECK:         bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK-NOT:     mha.attention
 
-// With AVX2's 8 lanes and 12 accumulator registers: 6 key rows x 2 ymm, 2 query rows x 8 ymm.
+// With AVX2's 8 lanes and 12 accumulator registers: 8 x 8 transposed tiles, 4 key rows x 2 ymm,
+// 1 query row x 8 ymm.
 // AVX2-LABEL: func.func @attention
+// AVX2:         vector.transpose %{{.*}}, [1, 0] : vector<8x8xf32> to vector<8x8xf32>
 // AVX2:         scf.for %{{.*}} = %c0 to %{{.*}} step %c4
 // AVX2:           scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // AVX2:         scf.for %{{.*}} step %c1 iter_args({{.*}}) -> (vector<64xf32>)
