@@ -42,6 +42,37 @@ void markPrepared(Value prepared) {
   prepared.getDefiningOp()->setAttr(kPreparedWeightAttr, UnitAttr::get(prepared.getContext()));
 }
 
+/// The f32 accumulator of a projection, of type `accType`: `bias` (shaped as the trailing
+/// dimensions of `accType`, widened to f32) broadcast over the rows, or zero without a bias.
+Value initAccumulator(PatternRewriter &rewriter, Location loc, Value bias,
+                      RankedTensorType accType, ArrayRef<Value> dynamicRows) {
+  Type f32 = rewriter.getF32Type();
+  Value empty = tensor::EmptyOp::create(rewriter, loc, accType.getShape(), f32, dynamicRows);
+  if (!bias) {
+    Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
+    return linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+  }
+  MLIRContext *ctx = rewriter.getContext();
+  int64_t rank = accType.getRank();
+  int64_t biasRank = cast<RankedTensorType>(bias.getType()).getRank();
+  SmallVector<AffineExpr> biasDims;
+  for (int64_t d = rank - biasRank; d < rank; ++d)
+    biasDims.push_back(getAffineDimExpr(d, ctx));
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             rewriter, loc, accType, ValueRange{bias}, ValueRange{empty},
+             ArrayRef<AffineMap>{AffineMap::get(rank, 0, biasDims, ctx),
+                                 AffineMap::getMultiDimIdentityMap(rank, ctx)},
+             iterators,
+             [&](OpBuilder &b, Location nested, ValueRange args) {
+               Value value = args[0];
+               if (value.getType() != f32)
+                 value = arith::ExtFOp::create(b, nested, f32, value);
+               linalg::YieldOp::create(b, nested, value);
+             })
+      .getResult(0);
+}
+
 /// y[M, N] = x[M, K] W[N, K]^T + bias, accumulated in f32, with the weight prepared as column
 /// panels Wp[N / P][K][P] (P = `panel`): each panel is contiguous, so a register tile streams
 /// one panel's rows from consecutive cache lines. The output is seen as [M][N / P][P] (a free
@@ -66,33 +97,17 @@ Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, mha::Li
                      .getResult()[0];
   markPrepared(packed);
 
-  // The accumulator [M][N / P][P], from the bias or zero.
+  // The accumulator [M][N / P][P], from the bias seen as [N / P][P], or zero.
   auto accType = RankedTensorType::get({rows, panels, panel}, f32);
-  Value empty = tensor::EmptyOp::create(rewriter, loc, accType.getShape(), f32, dynamicRows);
+  Value bias = op.getBias();
+  if (bias)
+    bias = tensor::ExpandShapeOp::create(
+        rewriter, loc,
+        RankedTensorType::get({panels, panel},
+                              cast<RankedTensorType>(bias.getType()).getElementType()),
+        bias, ArrayRef<ReassociationIndices>{{0, 1}});
+  Value init = initAccumulator(rewriter, loc, bias, accType, dynamicRows);
   auto parallel = utils::IteratorType::parallel;
-  Value init;
-  if (Value bias = op.getBias()) {
-    Type biasElement = cast<RankedTensorType>(bias.getType()).getElementType();
-    Value bias2d = tensor::ExpandShapeOp::create(
-        rewriter, loc, RankedTensorType::get({panels, panel}, biasElement), bias,
-        ArrayRef<ReassociationIndices>{{0, 1}});
-    AffineMap biasMap =
-        AffineMap::get(3, 0, {getAffineDimExpr(1, ctx), getAffineDimExpr(2, ctx)}, ctx);
-    init = linalg::GenericOp::create(
-               rewriter, loc, accType, ValueRange{bias2d}, ValueRange{empty},
-               ArrayRef<AffineMap>{biasMap, AffineMap::getMultiDimIdentityMap(3, ctx)},
-               ArrayRef<utils::IteratorType>{parallel, parallel, parallel},
-               [&](OpBuilder &b, Location nested, ValueRange args) {
-                 Value value = args[0];
-                 if (value.getType() != f32)
-                   value = arith::ExtFOp::create(b, nested, f32, value);
-                 linalg::YieldOp::create(b, nested, value);
-               })
-               .getResult(0);
-  } else {
-    Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
-    init = linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
-  }
 
   // Loops (m, panel, column in panel, k): acc[m][p][c] += x[m][k] * Wp[p][k][c].
   auto dim = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
@@ -208,28 +223,7 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
   static Value matmulProduct(PatternRewriter &rewriter, Location loc, Value input,
                              mha::LinearOp op, ArrayRef<Value> dynamicRows,
                              RankedTensorType accType) {
-    Type f32 = rewriter.getF32Type();
-    Value empty = tensor::EmptyOp::create(rewriter, loc, accType.getShape(), f32, dynamicRows);
-    Value init;
-    if (Value bias = op.getBias()) {
-      MLIRContext *ctx = rewriter.getContext();
-      AffineMap biasMap = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
-      AffineMap outMap = AffineMap::getMultiDimIdentityMap(2, ctx);
-      init = linalg::GenericOp::create(rewriter, loc, accType, ValueRange{bias}, ValueRange{empty},
-                                       ArrayRef<AffineMap>{biasMap, outMap},
-                                       ArrayRef<utils::IteratorType>{utils::IteratorType::parallel,
-                                                                     utils::IteratorType::parallel},
-                                       [&](OpBuilder &b, Location nested, ValueRange args) {
-                                         Value value = args[0];
-                                         if (value.getType() != f32)
-                                           value = arith::ExtFOp::create(b, nested, f32, value);
-                                         linalg::YieldOp::create(b, nested, value);
-                                       })
-                 .getResult(0);
-    } else {
-      Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
-      init = linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
-    }
+    Value init = initAccumulator(rewriter, loc, op.getBias(), accType, dynamicRows);
 
     // y = x * W^T + acc. W comes in PyTorch's [out, in] layout; the matmul reads it as
     // [in, out], so that a row of W^T (the outputs of one input feature) is contiguous and the
