@@ -32,10 +32,6 @@ constexpr int64_t kMaxRuntimeSize = 2147483647;
 /// in the kernel's index computations.
 constexpr int64_t kMaxElements = int64_t(1) << 48;
 
-/// The three ways a layer can be called: everything at once, the preparation of the parameters
-/// alone, or a run on prepared parameters.
-enum class EntryKind { Run, Prepare, RunPrepared };
-
 class EntryPointBuilder {
 public:
   EntryPointBuilder(Module &module, const LayerABI &layer)
@@ -114,27 +110,7 @@ void EntryPointBuilder::appendDescriptor(IRBuilder<> &b, SmallVectorImpl<Value *
 }
 
 Function *EntryPointBuilder::buildEntry(EntryKind kind) {
-  // Parameters: the tensors this entry takes by pointer, with the prepared block in place of
-  // the parameters (NAME_run_prepared) or after them (NAME_prepare).
-  struct Param {
-    std::string name;
-    int tensor = -1; ///< index into layer_.tensors, or -1 for the prepared block
-  };
-  std::vector<Param> pointers;
-  bool preparedSeen = false;
-  for (size_t i = 0; i < layer_.tensors.size(); ++i) {
-    const TensorABI &tensor = layer_.tensors[i];
-    bool wanted = kind == EntryKind::Run ||
-                  (kind == EntryKind::Prepare ? tensor.isParameter : !tensor.isParameter);
-    if (kind == EntryKind::RunPrepared && tensor.isParameter && !preparedSeen) {
-      pointers.push_back({"prepared", -1});
-      preparedSeen = true;
-    }
-    if (wanted)
-      pointers.push_back({tensor.name, static_cast<int>(i)});
-  }
-  if (kind == EntryKind::Prepare)
-    pointers.push_back({"prepared", -1});
+  std::vector<int> pointers = entryPointers(layer_, kind);
   std::vector<RuntimeSize> sizes = kind == EntryKind::Prepare ? std::vector<RuntimeSize>{}
                                                               : runtimeSizes();
 
@@ -150,13 +126,14 @@ Function *EntryPointBuilder::buildEntry(EntryKind kind) {
   Value *prepared = nullptr;
   std::vector<Value *> tensorPointer(layer_.tensors.size(), nullptr);
   for (size_t i = 0; i < pointers.size(); ++i) {
-    fn->getArg(i)->setName(pointers[i].name);
+    bool isPrepared = pointers[i] == kPreparedBlock;
+    fn->getArg(i)->setName(isPrepared ? "prepared" : layer_.tensors[pointers[i]].name);
     fn->addParamAttr(i, Attribute::NoAlias);
     returnIf(b, b.CreateIsNull(fn->getArg(i)), kNullPointer);
-    if (pointers[i].tensor < 0)
+    if (isPrepared)
       prepared = fn->getArg(i);
     else
-      tensorPointer[pointers[i].tensor] = fn->getArg(i);
+      tensorPointer[pointers[i]] = fn->getArg(i);
   }
 
   // Resolve every size, checking the run-time ones.
@@ -299,21 +276,10 @@ Function *EntryPointBuilder::buildPacked(EntryKind kind, Function *entry) {
     returnIf(b, b.CreateIsNull(sizes), kInvalidArgument);
 
   SmallVector<Value *> args;
-  bool preparedPassed = false;
-  for (size_t i = 0; i < layer_.tensors.size(); ++i) {
-    const TensorABI &tensor = layer_.tensors[i];
-    if (kind == EntryKind::RunPrepared && tensor.isParameter) {
-      if (!preparedPassed)
-        args.push_back(prepared);
-      preparedPassed = true;
-      continue;
-    }
-    if (kind == EntryKind::Prepare && !tensor.isParameter)
-      continue;
-    args.push_back(b.CreateLoad(ptr_, b.CreateConstGEP1_64(ptr_, tensors, i)));
-  }
-  if (kind == EntryKind::Prepare)
-    args.push_back(prepared);
+  for (int pointer : entryPointers(layer_, kind))
+    args.push_back(pointer == kPreparedBlock
+                       ? prepared
+                       : b.CreateLoad(ptr_, b.CreateConstGEP1_64(ptr_, tensors, pointer)));
   StructType *sizesType = StructType::get(ctx_, {i64_, i64_, i64_});
   for (RuntimeSize which : runtime) {
     unsigned field = static_cast<unsigned>(which) - 1; // batch, seq, kv_seq

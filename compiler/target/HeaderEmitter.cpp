@@ -74,39 +74,35 @@ void emitPrepared(std::string &out, const LayerABI &layer, const std::vector<std
       " * 64 bytes is fastest) that does not refer to them afterwards. {0}_run_prepared then\n"
       " * runs the layer on it, where {0}_run rearranges them on every call. The block is read\n"
       " * only: concurrent calls may share it. {0}_prepare returns MHAC_OK or\n"
-      " * MHAC_ERROR_NULL_POINTER; {0}_run_prepared returns what {0}_run does. */\n",
+      " * MHAC_ERROR_NULL_POINTER; {0}_run_prepared returns what {0}_run does, except\n"
+      " * MHAC_ERROR_OUT_OF_MEMORY, which it never needs. */\n",
       layer.name);
   out += fmt::format("#define {}_PREPARED_BYTES ((size_t){})\n", layer.name, layer.preparedBytes);
-  std::vector<std::string> params;
-  for (const TensorABI &tensor : layer.tensors)
-    if (tensor.isParameter)
-      params.push_back(fmt::format("const {} *{}", element, tensor.name));
-  params.push_back("void *prepared");
-  out += fmt::format("int32_t {}_prepare(", layer.name);
-  std::string indent(layer.name.size() + 17, ' ');
-  for (size_t i = 0; i < params.size(); ++i)
-    out += (i ? ",\n" + indent : "") + params[i];
-  out += ");\n";
-
-  params.clear();
-  bool preparedListed = false;
-  for (const TensorABI &tensor : layer.tensors) {
-    if (tensor.isParameter) {
-      if (!preparedListed)
-        params.push_back("const void *prepared");
-      preparedListed = true;
-      continue;
+  auto pointerParameters = [&](EntryKind kind) {
+    std::vector<std::string> params;
+    for (int pointer : entryPointers(layer, kind)) {
+      if (pointer == kPreparedBlock) {
+        params.push_back(kind == EntryKind::Prepare ? "void *prepared" : "const void *prepared");
+        continue;
+      }
+      const TensorABI &tensor = layer.tensors[pointer];
+      params.push_back(fmt::format("{}{} *{}", tensor.isOutput ? "" : "const ",
+                                   tensor.isInt32 ? "int32_t" : element, tensor.name));
     }
-    params.push_back(fmt::format("{}{} *{}", tensor.isOutput ? "" : "const ",
-                                 tensor.isInt32 ? "int32_t" : element, tensor.name));
-  }
+    return params;
+  };
+  auto declare = [&](const std::string &function, const std::vector<std::string> &params) {
+    out += fmt::format("int32_t {}(", function);
+    std::string indent(function.size() + 9, ' ');
+    for (size_t i = 0; i < params.size(); ++i)
+      out += (i ? ",\n" + indent : "") + params[i];
+    out += ");\n";
+  };
+  declare(layer.name + "_prepare", pointerParameters(EntryKind::Prepare));
+  std::vector<std::string> params = pointerParameters(EntryKind::RunPrepared);
   for (const std::string &size : sizes)
     params.push_back("int64_t " + size);
-  out += fmt::format("int32_t {}_run_prepared(", layer.name);
-  indent.assign(layer.name.size() + 22, ' ');
-  for (size_t i = 0; i < params.size(); ++i)
-    out += (i ? ",\n" + indent : "") + params[i];
-  out += ");\n";
+  declare(layer.name + "_run_prepared", params);
   out += "/* The same with run_packed's array of tensors (entries not needed are not read). */\n";
   out += fmt::format("int32_t {}_prepare_packed(void *const *tensors, void *prepared);\n",
                      layer.name);

@@ -23,6 +23,24 @@ std::string preparationSymbol(const LayerABI &layer) {
   return (kPreparationPrefix + layer.name).str();
 }
 
+std::vector<int> entryPointers(const LayerABI &layer, EntryKind kind) {
+  std::vector<int> pointers;
+  bool preparedListed = false;
+  for (size_t i = 0; i < layer.tensors.size(); ++i) {
+    bool parameter = layer.tensors[i].isParameter;
+    if (kind == EntryKind::RunPrepared && parameter) {
+      if (!preparedListed)
+        pointers.push_back(kPreparedBlock);
+      preparedListed = true;
+    } else if (kind == EntryKind::Run || (kind == EntryKind::Prepare) == parameter) {
+      pointers.push_back(static_cast<int>(i));
+    }
+  }
+  if (kind == EntryKind::Prepare)
+    pointers.push_back(kPreparedBlock);
+  return pointers;
+}
+
 /// Parameters start on a cache line of the prepared block.
 constexpr int64_t kPreparedAlignment = 64;
 

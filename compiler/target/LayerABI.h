@@ -49,6 +49,18 @@ struct LayerABI {
   bool hasDynamicSizes() const;
 };
 
+/// The C entry points of a layer that take tensors by pointer.
+enum class EntryKind { Run, Prepare, RunPrepared };
+
+/// The marker for the prepared block among an entry point's pointer arguments.
+constexpr int kPreparedBlock = -1;
+
+/// The pointer arguments of an entry point, in order, as indices into `layer.tensors` or
+/// kPreparedBlock: NAME_run takes every tensor; NAME_prepare the parameters, then the prepared
+/// block; NAME_run_prepared the other tensors, with the prepared block where the parameters
+/// would be.
+std::vector<int> entryPointers(const LayerABI &layer, EntryKind kind);
+
 /// Reads the ABI of every layer function of `module` (in the mha dialect, as MLIRGen builds
 /// them). Fails with a diagnostic on a function that is not a layer.
 mlir::FailureOr<std::vector<LayerABI>> readLayerABIs(mlir::ModuleOp module);
