@@ -22,20 +22,24 @@ struct LayerResultsToOutArgumentsPass
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal() || func.getNumResults() == 0)
         continue;
-      SmallVector<Type> inputs(func.getArgumentTypes());
+      SmallVector<Type> results(func.getResultTypes());
       SmallVector<BlockArgument> outs;
-      for (Type result : func.getResultTypes()) {
+      for (Type result : results) {
         auto tensorType = dyn_cast<RankedTensorType>(result);
         if (!tensorType) {
           func.emitError("layer results must be ranked tensors");
           return signalPassFailure();
         }
         auto memrefType = MemRefType::get(tensorType.getShape(), tensorType.getElementType());
-        inputs.push_back(memrefType);
-        outs.push_back(func.getBody().addArgument(
-            memrefType, NameLoc::get(StringAttr::get(&getContext(), "out"), func.getLoc())));
+        // insertArgument keeps the argument attributes in step with the arguments.
+        unsigned index = func.getNumArguments();
+        if (failed(func.insertArgument(
+                index, memrefType, DictionaryAttr::get(&getContext()),
+                NameLoc::get(StringAttr::get(&getContext(), "out"), func.getLoc()))))
+          return signalPassFailure();
+        outs.push_back(func.getArgument(index));
       }
-      func.setFunctionType(FunctionType::get(&getContext(), inputs, {}));
+      func.setFunctionType(FunctionType::get(&getContext(), func.getArgumentTypes(), {}));
       func.walk([&](func::ReturnOp ret) {
         OpBuilder b(ret);
         for (auto [value, out] : llvm::zip(ret.getOperands(), outs)) {
