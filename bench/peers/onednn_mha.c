@@ -16,7 +16,8 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "peer_common.h"
 
 #define CHECK(call)                                                                            \
   do {                                                                                         \
@@ -29,13 +30,6 @@
 
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
-
-static float *randoms(size_t n, float bound) {
-  float *p = malloc(n * sizeof(float));
-  for (size_t i = 0; i < n && p; ++i)
-    p[i] = bound * (2.0f * (float)rand() / (float)RAND_MAX - 1.0f);
-  return p;
-}
 
 static dnnl_memory_desc_t strided(int ndims, const dnnl_dims_t dims, const dnnl_dims_t strides) {
   dnnl_memory_desc_t md;
@@ -118,17 +112,6 @@ static void apply(const Linear *l, dnnl_memory_t src, dnnl_memory_t dst) {
                           {DNNL_ARG_WEIGHTS, l->weights},
                           {DNNL_ARG_BIAS, l->bias},
                           {DNNL_ARG_DST, dst}});
-}
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int compare(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv) {
@@ -216,7 +199,6 @@ int main(int argc, char **argv) {
     CHECK(dnnl_stream_wait(stream));
     times[call] = now() - start;
   }
-  qsort(times + 1, (size_t)calls, sizeof(double), compare);
-  printf("median %.4f\n", times[1 + calls / 2] * 1e3);
+  print_median(times, calls);
   return out[0] == 12345.0f;
 }

@@ -15,14 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static float *randoms(size_t n, float bound) {
-  float *p = malloc(n * sizeof(float));
-  for (size_t i = 0; i < n; ++i)
-    p[i] = bound * (2.0f * (float)rand() / (float)RAND_MAX - 1.0f);
-  return p;
-}
+#include "peer_common.h"
 
 /* y[M, N] = x[M, K] W[N, K]^T + b */
 static void linear(const float *x, const float *w, const float *b, float *y, int m, int n,
@@ -30,17 +24,6 @@ static void linear(const float *x, const float *w, const float *b, float *y, int
   for (int i = 0; i < m; ++i)
     memcpy(y + (size_t)i * n, b, n * sizeof(float));
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x, k, w, k, 1.0f, y, n);
-}
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec + 1e-9 * t.tv_nsec;
-}
-
-static int compare(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv) {
@@ -92,7 +75,6 @@ int main(int argc, char **argv) {
     linear(a, w[3], b[3], out, M, D, D);
     times[call] = now() - start;
   }
-  qsort(times + 1, calls, sizeof(double), compare);
-  printf("median %.4f\n", times[1 + calls / 2] * 1e3);
+  print_median(times, calls);
   return out[0] == 12345.0f;
 }

@@ -20,6 +20,13 @@ static float *random_tensor(size_t count, float bound) {
   return data;
 }
 
+static double sum(const float *data, size_t count) {
+  double total = 0;
+  for (size_t i = 0; i < count; ++i)
+    total += data[i];
+  return total;
+}
+
 int main(void) {
   const mhac_layer *layer = bert_base_metadata();
   const int64_t batch = 2;
@@ -44,9 +51,7 @@ int main(void) {
     fprintf(stderr, "bert_base_run: %s\n", mhac_status_string(status));
     return 1;
   }
-  double checksum = 0;
-  for (size_t i = 0; i < tokens * d; ++i)
-    checksum += out[i];
+  double checksum = sum(out, tokens * d);
 
   /* What a server does: prepare the weights once, then run on the prepared block. */
   void *prepared = malloc(bert_base_PREPARED_BYTES);
@@ -64,9 +69,7 @@ int main(void) {
     fprintf(stderr, "bert_base_run_prepared: %s\n", mhac_status_string(status));
     return 1;
   }
-  double preparedChecksum = 0;
-  for (size_t i = 0; i < tokens * d; ++i)
-    preparedChecksum += out[i];
+  double preparedChecksum = sum(out, tokens * d);
 
   double seconds =
       (double)(end.tv_sec - start.tv_sec) + 1e-9 * (double)(end.tv_nsec - start.tv_nsec);
