@@ -115,12 +115,11 @@ static void apply(const Linear *l, dnnl_memory_t src, dnnl_memory_t dst) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 7) {
-    fprintf(stderr, "usage: onednn_mha B S D H CAUSAL CALLS\n");
+  PeerShape shape;
+  if (!parse_shape(argc, argv, &shape))
     return 2;
-  }
-  int64_t B = atoi(argv[1]), S = atoi(argv[2]), D = atoi(argv[3]), H = atoi(argv[4]);
-  int causal = atoi(argv[5]), calls = atoi(argv[6]);
+  int64_t B = shape.batch, S = shape.seq, D = shape.dim, H = shape.heads;
+  int causal = shape.causal, calls = shape.calls;
   int64_t Dh = D / H, M = B * S;
   CHECK(dnnl_engine_create(&engine, dnnl_cpu, 0));
   CHECK(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags));

@@ -27,12 +27,11 @@ static void linear(const float *x, const float *w, const float *b, float *y, int
 }
 
 int main(int argc, char **argv) {
-  if (argc != 7) {
-    fprintf(stderr, "usage: openblas_mha B S D H CAUSAL CALLS\n");
+  PeerShape shape;
+  if (!parse_shape(argc, argv, &shape))
     return 2;
-  }
-  int B = atoi(argv[1]), S = atoi(argv[2]), D = atoi(argv[3]), H = atoi(argv[4]);
-  int causal = atoi(argv[5]), calls = atoi(argv[6]);
+  int B = shape.batch, S = shape.seq, D = shape.dim, H = shape.heads;
+  int causal = shape.causal, calls = shape.calls;
   int Dh = D / H, M = B * S;
   float scale = 1.0f / sqrtf((float)Dh);
   float *x = randoms((size_t)M * D, 1.0f), *w[4], *b[4];

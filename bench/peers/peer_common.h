@@ -1,10 +1,27 @@
-/* What the C peers share: random data, a clock, and the "median MS" line bench.py reads. */
+/* What the C peers share: their command line, random data, a clock, and the "median MS" line
+ * bench.py reads. */
 #ifndef MHAC_BENCH_PEERS_PEER_COMMON_H
 #define MHAC_BENCH_PEERS_PEER_COMMON_H
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+/* The command line of every C peer: NAME B S D H CAUSAL CALLS. */
+typedef struct {
+  int batch, seq, dim, heads, causal, calls;
+} PeerShape;
+
+/* Reads the command line into `shape`; on a wrong one prints the usage and returns 0. */
+static int parse_shape(int argc, char **argv, PeerShape *shape) {
+  if (argc != 7) {
+    fprintf(stderr, "usage: %s B S D H CAUSAL CALLS\n", argv[0]);
+    return 0;
+  }
+  *shape = (PeerShape){atoi(argv[1]), atoi(argv[2]), atoi(argv[3]),
+                       atoi(argv[4]), atoi(argv[5]), atoi(argv[6])};
+  return 1;
+}
 
 /* n values uniform in [-bound, bound], or NULL when out of memory. */
 static float *randoms(size_t n, float bound) {
