@@ -103,7 +103,8 @@ LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const Schedule &schedule
     return failure();
   return runPipeline(
       module,
-      "func.func(lower-vector-mask, convert-vector-to-scf{full-unroll=true},"
+      "func.func(mhac-prefetch-weight-blocks, lower-vector-mask,"
+      "          convert-vector-to-scf{full-unroll=true},"
       "          convert-linalg-to-loops),"
       // Ownership-based deallocation frees the intermediates; it cannot see into
       // vector.mask regions, so it runs after masks are lowered.

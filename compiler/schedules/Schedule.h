@@ -21,9 +21,9 @@ struct ProjectionSchedule {
   /// Cache tiles over [M, N]: the loops that keep a block of weights hot in L2.
   std::array<int64_t, 2> cacheTile = {256, 128};
   /// Register tiles over [M, N, K]: one vectorized micro-kernel step.
-  std::array<int64_t, 3> registerTile = {8, 32, 1};
+  std::array<int64_t, 3> registerTile = {6, 64, 1};
   /// Inside a cache tile, the reduction is split into blocks of this many input features.
-  int64_t reductionBlock = 256;
+  int64_t reductionBlock = 128;
 };
 
 /// Blocking of attention (see convert-mha-attention-to-loops).
