@@ -23,6 +23,12 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
     contiguous column panels `[out / P][in][P]` and the product is a `linalg.generic` over
     (row, panel, column, k) writing the output seen as `[rows][out / P][P]`. Every projection
     op carries `mhac.projection`; every rearranged weight `mhac.prepared_weight`.
+
+    Projections whose results are only an attention's keys or values, at a width that is a
+    multiple of 256 elements, write into rows padded by one cache line (a
+    `bufferization.alloc_tensor` seen through `tensor.extract_slice`): attention re-reads them
+    for every query block, and rows a multiple of 1 KiB apart would share a quarter of the
+    cache sets.
   }];
   let options = [
     Option<"panelWidth", "panel-width", "int64_t", /*default=*/"0",
@@ -30,6 +36,7 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",
+    "mlir::bufferization::BufferizationDialect",
     "mlir::linalg::LinalgDialect",
     "mlir::tensor::TensorDialect",
   ];
@@ -75,7 +82,6 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
   let dependentDialects = [
     "mlir::arith::ArithDialect",
     "mlir::bufferization::BufferizationDialect",
-    "mlir::math::MathDialect",
     "mlir::memref::MemRefDialect",
     "mlir::scf::SCFDialect",
     "mlir::vector::VectorDialect",

@@ -42,12 +42,12 @@ void markPrepared(Value prepared) {
   prepared.getDefiningOp()->setAttr(kPreparedWeightAttr, UnitAttr::get(prepared.getContext()));
 }
 
-/// The f32 accumulator of a projection, of type `accType`: `bias` (shaped as the trailing
-/// dimensions of `accType`, widened to f32) broadcast over the rows, or zero without a bias.
-Value initAccumulator(PatternRewriter &rewriter, Location loc, Value bias,
-                      RankedTensorType accType, ArrayRef<Value> dynamicRows) {
+/// The f32 accumulator of a projection, written into `empty` (of the accumulator's type):
+/// `bias` (shaped as the trailing dimensions of the accumulator, widened to f32) broadcast over
+/// the rows, or zero without a bias.
+Value initAccumulator(PatternRewriter &rewriter, Location loc, Value bias, Value empty) {
+  auto accType = cast<RankedTensorType>(empty.getType());
   Type f32 = rewriter.getF32Type();
-  Value empty = tensor::EmptyOp::create(rewriter, loc, accType.getShape(), f32, dynamicRows);
   if (!bias) {
     Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
     return linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
@@ -78,7 +78,7 @@ Value initAccumulator(PatternRewriter &rewriter, Location loc, Value bias,
 /// one panel's rows from consecutive cache lines. The output is seen as [M][N / P][P] (a free
 /// reshape) and the accumulator starts at the bias.
 Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, mha::LinearOp op,
-                   ArrayRef<Value> dynamicRows, int64_t rows, int64_t panel) {
+                   Value destination, int64_t panel) {
   MLIRContext *ctx = rewriter.getContext();
   Type f32 = rewriter.getF32Type();
   auto weightType = op.getWeight().getType();
@@ -97,8 +97,15 @@ Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, mha::Li
                      .getResult()[0];
   markPrepared(packed);
 
-  // The accumulator [M][N / P][P], from the bias seen as [N / P][P], or zero.
-  auto accType = RankedTensorType::get({rows, panels, panel}, f32);
+  // The accumulator [M][N / P][P] (the destination [M][N] seen so), from the bias seen as
+  // [N / P][P], or zero.
+  auto destinationType = cast<RankedTensorType>(destination.getType());
+  auto accType = RankedTensorType::get({destinationType.getDimSize(0), panels, panel}, f32);
+  SmallVector<OpFoldResult> accShape = {tensor::getMixedSize(rewriter, loc, destination, 0),
+                                        rewriter.getIndexAttr(panels),
+                                        rewriter.getIndexAttr(panel)};
+  Value panelled = tensor::ExpandShapeOp::create(
+      rewriter, loc, accType, destination, ArrayRef<ReassociationIndices>{{0}, {1, 2}}, accShape);
   Value bias = op.getBias();
   if (bias)
     bias = tensor::ExpandShapeOp::create(
@@ -106,7 +113,7 @@ Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, mha::Li
         RankedTensorType::get({panels, panel},
                               cast<RankedTensorType>(bias.getType()).getElementType()),
         bias, ArrayRef<ReassociationIndices>{{0, 1}});
-  Value init = initAccumulator(rewriter, loc, bias, accType, dynamicRows);
+  Value init = initAccumulator(rewriter, loc, bias, panelled);
   auto parallel = utils::IteratorType::parallel;
 
   // Loops (m, panel, column in panel, k): acc[m][p][c] += x[m][k] * Wp[p][k][c].
@@ -131,6 +138,57 @@ Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, mha::Li
   return tensor::CollapseShapeOp::create(rewriter, loc, product.getResult(0),
                                          ArrayRef<ReassociationIndices>{{0}, {1, 2}});
 }
+
+/// Whether every use of the projection's result is as the keys or values of an attention.
+bool feedsKeysOrValues(mha::LinearOp op) {
+  return llvm::all_of(op.getResult().getUses(), [](OpOperand &use) {
+    auto attention = dyn_cast<mha::AttentionOp>(use.getOwner());
+    return attention && (use.get() == attention.getKey() || use.get() == attention.getValue()) &&
+           use.get() != attention.getQuery();
+  });
+}
+
+/// The [M, N] tensor a projection writes its result to: a fresh tensor, or a view of one whose
+/// rows are padded by one cache line (`finish` then returns the result as that view, so that
+/// bufferization writes it in place in the padded buffer).
+struct RowBuffer {
+  RowBuffer(PatternRewriter &rewriter, Location loc, int64_t rows, int64_t columns,
+            Type elementType, ArrayRef<Value> dynamicRows, bool pad)
+      : rewriter(rewriter), loc(loc) {
+    if (!pad) {
+      view = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{rows, columns}, elementType,
+                                     dynamicRows);
+      return;
+    }
+    // An allocation rather than tensor.empty, which CSE would share between the keys and the
+    // values (and bufferization then copy one of them into an unpadded buffer).
+    padded = bufferization::AllocTensorOp::create(
+        rewriter, loc, RankedTensorType::get({rows, columns + kRowPadding}, elementType),
+        dynamicRows);
+    sizes = {tensor::getMixedSize(rewriter, loc, padded, 0), rewriter.getIndexAttr(columns)};
+    view = slice(padded);
+  }
+
+  Value finish(Value written) {
+    if (!padded)
+      return written;
+    SmallVector<OpFoldResult> zeros(2, rewriter.getIndexAttr(0)), ones(2, rewriter.getIndexAttr(1));
+    return slice(tensor::InsertSliceOp::create(rewriter, loc, written, padded, zeros, sizes, ones));
+  }
+
+  Value view;
+
+private:
+  Value slice(Value whole) {
+    SmallVector<OpFoldResult> zeros(2, rewriter.getIndexAttr(0)), ones(2, rewriter.getIndexAttr(1));
+    return tensor::ExtractSliceOp::create(rewriter, loc, whole, zeros, sizes, ones);
+  }
+
+  PatternRewriter &rewriter;
+  Location loc;
+  Value padded;
+  SmallVector<OpFoldResult> sizes;
+};
 
 struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
   LinearOpLowering(MLIRContext *ctx, int64_t panelWidth)
@@ -167,24 +225,31 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
     markParameter(op.getWeight());
     if (Value bias = op.getBias())
       markParameter(bias);
-    auto accType = RankedTensorType::get({rows, outFeatures}, f32);
+    // Keys and values are read again by every query block of their head: rows a multiple of
+    // 1 KiB apart would crowd into a quarter of the sets of L1 and L2 (a head's 1 MiB of keys
+    // and values at S = 2048 would not stay in L2), so their rows are padded by one cache line.
+    // (Not through tensor.reshape, which needs contiguous rows.)
+    bool padRows = outFeatures % kAliasingWidth == 0 && resultType.getNumDynamicDims() <= 1 &&
+                   feedsKeysOrValues(op);
+    RowBuffer resultBuffer(rewriter, loc, rows, outFeatures, elementType, dynamicRows, padRows);
+    Value accumulator = elementType == f32 ? resultBuffer.view
+                                           : tensor::EmptyOp::create(rewriter, loc,
+                                                                     ArrayRef<int64_t>{rows, outFeatures},
+                                                                     f32, dynamicRows);
     Value product;
     if (panelWidth > 0 && outFeatures % panelWidth == 0)
-      product = panelProduct(rewriter, loc, input, op, dynamicRows, rows, panelWidth);
+      product = panelProduct(rewriter, loc, input, op, accumulator, panelWidth);
     else
-      product = matmulProduct(rewriter, loc, input, op, dynamicRows, accType);
-
+      product = matmulProduct(rewriter, loc, input, op, accumulator);
 
     // bf16 layers round the f32 accumulator once.
     Value result = product;
     if (elementType != f32) {
-      auto roundedType = RankedTensorType::get(accType.getShape(), elementType);
-      Value roundedEmpty =
-          tensor::EmptyOp::create(rewriter, loc, roundedType.getShape(), elementType, dynamicRows);
+      auto roundedType = cast<RankedTensorType>(resultBuffer.view.getType());
       MLIRContext *ctx = rewriter.getContext();
       AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
       result = linalg::GenericOp::create(
-                   rewriter, loc, roundedType, ValueRange{product}, ValueRange{roundedEmpty},
+                   rewriter, loc, roundedType, ValueRange{product}, ValueRange{resultBuffer.view},
                    ArrayRef<AffineMap>{identity, identity},
                    ArrayRef<utils::IteratorType>{utils::IteratorType::parallel,
                                                  utils::IteratorType::parallel},
@@ -194,6 +259,7 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
                    })
                    .getResult(0);
     }
+    result = resultBuffer.finish(result);
 
     // Restore the leading dimensions: [M, N] -> [..., N].
     if (rank != 2) {
@@ -221,9 +287,9 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
   /// y = x * W^T + acc as a linalg.matmul on W^T [in, out] (rows padded where their length
   /// would alias in L1), for widths that are not a whole number of panels.
   static Value matmulProduct(PatternRewriter &rewriter, Location loc, Value input,
-                             mha::LinearOp op, ArrayRef<Value> dynamicRows,
-                             RankedTensorType accType) {
-    Value init = initAccumulator(rewriter, loc, op.getBias(), accType, dynamicRows);
+                             mha::LinearOp op, Value destination) {
+    Value init = initAccumulator(rewriter, loc, op.getBias(), destination);
+    auto accType = cast<RankedTensorType>(destination.getType());
 
     // y = x * W^T + acc. W comes in PyTorch's [out, in] layout; the matmul reads it as
     // [in, out], so that a row of W^T (the outputs of one input feature) is contiguous and the

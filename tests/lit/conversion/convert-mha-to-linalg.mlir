@@ -76,3 +76,26 @@ func.func @odd_width(%x: tensor<4x8xf32>, %w: tensor<50x8xf32>) -> tensor<4x50xf
   %y = mha.linear %x, %w : (tensor<4x8xf32>, tensor<50x8xf32>) -> tensor<4x50xf32>
   return %y : tensor<4x50xf32>
 }
+
+// Keys and values 512 wide (a multiple of 1 KiB per row) feed attention, which reads them again
+// for every query block: they are written into rows padded by one cache line (two separate
+// allocations, which CSE must not merge), and attention reads them through views. The queries,
+// read once, keep plain rows.
+// CHECK-LABEL: func.func @keys_and_values
+// CHECK:         tensor.empty() : tensor<64x512xf32>
+// CHECK:         %[[K_ROWS:.*]] = bufferization.alloc_tensor() : tensor<64x528xf32>
+// CHECK:         %[[K_VIEW:.*]] = tensor.extract_slice %[[K_ROWS]][0, 0] [64, 512] [1, 1] : tensor<64x528xf32> to tensor<64x512xf32>
+// CHECK:         linalg.fill {{.*}} outs(%[[K_VIEW]] : tensor<64x512xf32>)
+// CHECK:         %[[V_ROWS:.*]] = bufferization.alloc_tensor() : tensor<64x528xf32>
+// CHECK:         tensor.extract_slice %[[V_ROWS]][0, 0] [64, 512] [1, 1] : tensor<64x528xf32> to tensor<64x512xf32>
+// PANELS-LABEL: func.func @keys_and_values
+// PANELS:         %[[K_ROWS:.*]] = bufferization.alloc_tensor() : tensor<64x528xf32>
+// PANELS:         %[[K_VIEW:.*]] = tensor.extract_slice %[[K_ROWS]][0, 0] [64, 512] [1, 1]
+// PANELS:         tensor.expand_shape %[[K_VIEW]] {{\[\[}}0], [1, 2]] output_shape [64, 32, 16] : tensor<64x512xf32> into tensor<64x32x16xf32>
+func.func @keys_and_values(%x: tensor<1x64x512xf32>, %wq: tensor<512x512xf32>, %wk: tensor<512x512xf32>, %wv: tensor<512x512xf32>) -> tensor<1x64x512xf32> {
+  %q = mha.linear %x, %wq : (tensor<1x64x512xf32>, tensor<512x512xf32>) -> tensor<1x64x512xf32>
+  %k = mha.linear %x, %wk : (tensor<1x64x512xf32>, tensor<512x512xf32>) -> tensor<1x64x512xf32>
+  %v = mha.linear %x, %wv : (tensor<1x64x512xf32>, tensor<512x512xf32>) -> tensor<1x64x512xf32>
+  %a = mha.attention %q, %k, %v heads(8) kv_heads(8) head_dim(64) scale(0.125) : (tensor<1x64x512xf32>, tensor<1x64x512xf32>, tensor<1x64x512xf32>) -> tensor<1x64x512xf32>
+  return %a : tensor<1x64x512xf32>
+}
