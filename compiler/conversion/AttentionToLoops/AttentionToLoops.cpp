@@ -6,12 +6,12 @@
 // query rows and KB keys per block):
 //
 //   parallel b < B, h < H, i0 < S step QB:                  one block of query rows
-//     qT[Dh][QB] = scale * q[b, i0:i0+QB, h, :]^T            (0 past the last row)
+//     qT[Dh][QB] = scale * log2(e) * q[b, i0:i0+QB, h, :]^T  (0 past the last row)
 //     o[QB][Dh] = 0;  m[QB] = -inf;  l[QB] = 0               (m, l: vectors over queries)
 //     end = min(kvLen(b), causal limit of the block's last row)
 //     for j0 < end step KB:                                  one block of keys
 //       sT[KB][QB] = k[b, j0:j0+KB, h/G, :] . qT             (masked lanes: -inf)
-//       m' = max(m, max_j sT[j]);  alpha = exp(m - m');  pT[j] = exp(sT[j] - m')
+//       m' = max(m, max_j sT[j]);  alpha = 2^(m - m');  pT[j] = 2^(sT[j] - m')
 //       l = alpha * l + sum_j pT[j];  o = alpha * o + pT^T . v[b, j0:j0+KB, h/G, :]
 //       m = m'
 //     out[b, i, h, :] = o[i] / l[i]  (0 for a row without any valid key)
@@ -23,19 +23,18 @@
 // transposed, one vector per key over the block's queries, so the softmax's maxima and sums are
 // vertical: no horizontal reduction anywhere.
 //
-// Scores are only ever compared with and subtracted from their running maximum, so |s| up to
-// 1e4 cannot overflow. While a row has seen no valid key its maximum is -inf; it is replaced by
-// 0 where it is subtracted, so p and alpha are exp(-inf) = 0 instead of NaN, l stays 0, and the
-// row writes 0.
+// The scores are in base 2 (log2 e is folded into the query scale), so the softmax's
+// exponentials are powers of two, computed in registers by exp2 below. Scores are only ever
+// compared with and subtracted from their running maximum, so |s| up to 1e4 cannot overflow.
+// While a row has seen no valid key its maximum is -inf; it is replaced by 0 where it is
+// subtracted, so p and alpha are 2^-inf = 0 instead of NaN, l stays 0, and the row writes 0.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/conversion/Passes.h"
 #include "dialects/mha/IR/MhaOps.h"
 
-#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <algorithm>
@@ -51,6 +50,8 @@ using namespace mlir;
 
 namespace mhac {
 namespace {
+
+constexpr double kLog2E = 1.4426950408889634;
 
 /// A memref type any buffer of `tensorType`'s shape can be cast to: loops over it work whatever
 /// layout bufferization chooses.
@@ -147,7 +148,12 @@ private:
     return loop.getResults();
   }
 
-  /// qT = scale * q[b, i0:i0+QB, h, :]^T, zero in the columns of rows past the sequence's end.
+  /// 2^x for x <= 0, in eleven vector instructions: x = n + f with n = round(x) and |f| <= 1/2;
+  /// 2^f by a degree-5 polynomial (relative error 2.3e-7 in f32), 2^n by writing n + 127 into
+  /// the exponent bits. x is clamped to -127, whose exponent field 0 makes the result exactly 0.
+  Value exp2(Value x);
+  /// qT = scale * log2(e) * q[b, i0:i0+QB, h, :]^T, zero in the columns of rows past the
+  /// sequence's end.
   void buildQueryTranspose(Value query, Value qCol, Value rows);
   /// sT[j][:] for the keys j0 + [0, cols) (and up to the end of their last tile): valid lanes hold
 /// q.k, the others -inf.
@@ -168,9 +174,31 @@ private:
   Value queryT_, scores_, acc_, alpha_;
 };
 
+Value AttentionLowering::exp2(Value x) {
+  auto type = cast<VectorType>(x.getType());
+  auto bitsType = VectorType::get(type.getShape(), b_.getI32Type());
+  auto constant = [&](double value) { return splat(type, f32(value)); };
+  x = arith::MaximumFOp::create(b_, loc_, x, constant(-127));
+  // Adding 1.5 * 2^23 + 127 rounds x to an integer, held with its bias in the low mantissa bits.
+  Value magic = constant(12582912.0 + 127.0);
+  Value biased = arith::AddFOp::create(b_, loc_, x, magic);
+  Value n = arith::SubFOp::create(b_, loc_, biased, magic);
+  Value f = arith::SubFOp::create(b_, loc_, x, n);
+  // Minimax coefficients of 2^f on [-1/2, 1/2], highest degree first.
+  static constexpr double kPowerOfTwo[] = {1.327646663e-3, 9.675540961e-3, 5.550713465e-2,
+                                           2.402212024e-1, 6.931469440e-1, 1.000000119};
+  Value p = constant(kPowerOfTwo[0]);
+  for (double c : ArrayRef(kPowerOfTwo).drop_front())
+    p = fma(p, f, constant(c));
+  Value bits = arith::BitcastOp::create(b_, loc_, bitsType, biased);
+  Value shift = arith::ConstantOp::create(b_, loc_, DenseIntElementsAttr::get(bitsType, 23));
+  Value scale = arith::BitcastOp::create(b_, loc_, type, arith::ShLIOp::create(b_, loc_, bits, shift));
+  return arith::MulFOp::create(b_, loc_, p, scale);
+}
+
 void AttentionLowering::buildQueryTranspose(Value query, Value qCol, Value rows) {
   Value c0 = index(0), c1 = index(1), dh = index(headDim_);
-  Value scale = arith::ConstantOp::create(b_, loc_, op_.getScaleAttr());
+  Value scale = f32(op_.getScaleAttr().getValueAsDouble() * kLog2E);
   int64_t lanes = blocking_.lanes;
   if (headDim_ % lanes != 0 || blocking_.queryBlock % lanes != 0) {
     // Element by element, zero in the columns of rows past the end.
@@ -379,13 +407,13 @@ Value AttentionLowering::build() {
         Value isEmpty = arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OEQ, newMax,
                                               splat(queryVector_, negInf));
         Value shift = arith::SelectOp::create(b_, loc_, isEmpty, zeros, newMax);
-        Value alpha = math::ExpOp::create(b_, loc_, arith::SubFOp::create(b_, loc_, oldMax, shift));
+        Value alpha = exp2(arith::SubFOp::create(b_, loc_, oldMax, shift));
         storeVector(alpha, alpha_, {c0});
 
-        // pT = exp(sT - m'), in place; l = alpha * l + sum_j pT[j].
+        // pT = 2^(sT - m'), in place; l = alpha * l + sum_j pT[j].
         Value blockSum = forLoop(c0, cols, c1, {zeros}, [&](Value j, ValueRange partial) {
           Value scores = loadVector(queryVector_, scores_, {j, c0});
-          Value p = math::ExpOp::create(b_, loc_, arith::SubFOp::create(b_, loc_, scores, shift));
+          Value p = exp2(arith::SubFOp::create(b_, loc_, scores, shift));
           storeVector(p, scores_, {j, c0});
           return SmallVector<Value>{arith::AddFOp::create(b_, loc_, partial[0], p)};
         })[0];
@@ -445,13 +473,9 @@ struct ConvertMhaAttentionToLoopsPass
       op.getResult().replaceAllUsesWith(result);
       op.erase();
     }
-    if (ops.empty())
-      return;
-    // exp as a polynomial in vector registers rather than one libm call per lane.
-    RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(
-        patterns, [](StringRef name) { return name == math::ExpOp::getOperationName(); });
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    // Fold the index arithmetic of static shapes, so that loop bounds read as constants.
+    if (!ops.empty() &&
+        failed(applyPatternsGreedily(getOperation(), RewritePatternSet(&getContext()))))
       signalPassFailure();
   }
 };

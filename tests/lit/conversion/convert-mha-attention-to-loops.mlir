@@ -9,6 +9,7 @@
 // query-block), the accumulators (query-block x head_dim) and one vector of factors. Nothing
 // of size S x Skv exists.
 // CHECK-LABEL: func.func @attention
+// CHECK:         %[[MAGIC:.*]] = arith.constant dense<0x4B40007F> : vector<16xf32>
 // CHECK:         %[[OUT:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x100x256xf32>
 // CHECK-NOT:     memref.alloc{{.*}}100x300
 // 100 query rows make 7 blocks of 16.
@@ -37,10 +38,16 @@
 // CHECK:               arith.cmpi {{sge|sle}}, %{{.*}} : vector<16xi32>
 // CHECK:               arith.select %{{.*}} : vector<16xi1>, vector<16xf32>
 // CHECK:               vector.store %{{.*}}, %[[SCORES]]
-// The softmax is vertical (element-wise over the query vector): no reduction, exp as a
-// polynomial.
+// The softmax is vertical (element-wise over the query vector): no reduction. The scores are
+// in base 2 (log2 e is in the query scale), and their powers of two are computed in registers:
+// x rounded to an integer n by adding 1.5 * 2^23 + 127 (0x4B40007F), 2^(x - n) as a
+// polynomial, 2^n by shifting the biased n into the exponent bits.
 // CHECK-NOT:         vector.reduction
 // CHECK:             arith.maximumf %{{.*}} : vector<16xf32>
+// CHECK:             %[[BIASED:.*]] = arith.addf %{{.*}}, %[[MAGIC]] : vector<16xf32>
+// CHECK:             vector.fma
+// CHECK:             %[[BITS:.*]] = arith.bitcast %[[BIASED]] : vector<16xf32> to vector<16xi32>
+// CHECK:             arith.shli %[[BITS]], %{{.*}} : vector<16xi32>
 // CHECK-NOT:         math.exp
 // p.v: tiles of 4 query rows x the head (4 rows x 4 zmm = 16 accumulators), carried over the
 // keys.
