@@ -66,8 +66,9 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
     block of scores and one block of accumulators. Both products are register tiles of outer
     products (broadcast scalar times vector) sized to fill `accumulator-registers` vector
     registers of `vector-lanes` f32 lanes. Key blocks past a row block's causal limit or past
-    `kv_lens[b]` are not visited. Grouped-query heads read the key/value head they share in
-    place.
+    `kv_lens[b]` are not visited. With grouped-query heads, a block's rows are positions of
+    every query head of a group (`query-block / G` of each), so each key and value block is
+    read once for all the heads that share it.
   }];
   let options = [
     Option<"queryBlock", "query-block", "int64_t", /*default=*/"64",

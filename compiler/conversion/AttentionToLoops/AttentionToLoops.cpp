@@ -3,18 +3,21 @@
 // Part of mhac.
 //
 // The loop nest, for each attention op (B batches, H heads, G = H / Hkv heads per kv head, QB
-// query rows and KB keys per block):
+// query rows and KB keys per block). A block's rows are R positions of each of the G heads that
+// share a key/value head (R = QB without grouping), so every key and value block is read once
+// for the whole group:
 //
-//   parallel b < B, h < H, i0 < S step QB:                  one block of query rows
-//     qT[Dh][QB] = scale * log2(e) * q[b, i0:i0+QB, h, :]^T  (0 past the last row)
+//   parallel b < B, g < Hkv, i0 < S step R:                  one block of query rows
+//     qT[Dh][QB] = scale * log2(e) * q[b, i0 + r % R, g * G + r / R, :]^T for rows r
+//                                                            (0 past the last position)
 //     o[QB][Dh] = 0;  m[QB] = -inf;  l[QB] = 0               (m, l: vectors over queries)
 //     end = min(kvLen(b), causal limit of the block's last row)
 //     for j0 < end step KB:                                  one block of keys
-//       sT[KB][QB] = k[b, j0:j0+KB, h/G, :] . qT             (masked lanes: -inf)
+//       sT[KB][QB] = k[b, j0:j0+KB, g, :] . qT               (masked lanes: -inf)
 //       m' = max(m, max_j sT[j]);  alpha = 2^(m - m');  pT[j] = 2^(sT[j] - m')
-//       l = alpha * l + sum_j pT[j];  o = alpha * o + pT^T . v[b, j0:j0+KB, h/G, :]
+//       l = alpha * l + sum_j pT[j];  o = alpha * o + pT^T . v[b, j0:j0+KB, g, :]
 //       m = m'
-//     out[b, i, h, :] = o[i] / l[i]  (0 for a row without any valid key)
+//     out[b, i0 + r % R, g * G + r / R, :] = o[r] / l[r]  (0 for a row without a valid key)
 //
 // Both products are register-blocked outer products, the micro-kernel of a GEMM: the scores as
 // (a few key rows) x (the whole query block, in vector registers) accumulating over the head,
@@ -76,6 +79,9 @@ int64_t tileRows(int64_t extent, int64_t rowVectors, int64_t registers) {
 /// The sizes the loop nest is built from.
 struct AttentionBlocking {
   int64_t queryBlock, keyBlock;
+  /// The block's rows: `positions` consecutive positions of each of `heads` query heads that
+  /// share a key/value head (heads * positions <= queryBlock; the rest are padding).
+  int64_t heads, positions;
   /// Rows of the score tile (keys) and of the p.v tile (query rows).
   int64_t keyTile, queryTile;
   /// f32 lanes of a vector register: the side of the square tiles the queries are transposed in.
@@ -152,9 +158,11 @@ private:
   /// 2^f by a degree-5 polynomial (relative error 2.3e-7 in f32), 2^n by writing n + 127 into
   /// the exponent bits. x is clamped to -127, whose exponent field 0 makes the result exactly 0.
   Value exp2(Value x);
-  /// qT = scale * log2(e) * q[b, i0:i0+QB, h, :]^T, zero in the columns of rows past the
-  /// sequence's end.
-  void buildQueryTranspose(Value query, Value qCol, Value rows);
+  /// qT = scale * log2(e) * the block's query rows, transposed; zero in the columns of rows
+  /// past the sequence's end (`rows` positions are valid) and of padding rows.
+  void buildQueryTranspose(Value query, Value rows);
+  /// Emits body(r, position, column of the row's head) for every valid row of the block.
+  void forEachRow(Value rows, function_ref<void(Value, Value, Value)> body);
   /// sT[j][:] for the keys j0 + [0, cols) (and up to the end of their last tile): valid lanes hold
 /// q.k, the others -inf.
   void buildScores(Value j0, Value cols);
@@ -169,7 +177,7 @@ private:
   Type f32_, elementType_;
   VectorType queryVector_, headVector_;
   // Inputs, and what every iteration of the parallel loop shares.
-  Value key_, value_, batch_, kvCol_, i0_, diagonal_, lastKey_;
+  Value key_, value_, batch_, kvCol_, qCol_, i0_, diagonal_, lastKey_;
   // Scratch of one parallel iteration.
   Value queryT_, scores_, acc_, alpha_;
 };
@@ -196,19 +204,28 @@ Value AttentionLowering::exp2(Value x) {
   return arith::MulFOp::create(b_, loc_, p, scale);
 }
 
-void AttentionLowering::buildQueryTranspose(Value query, Value qCol, Value rows) {
+void AttentionLowering::forEachRow(Value rows, function_ref<void(Value, Value, Value)> body) {
+  Value c0 = index(0), c1 = index(1);
+  for (int64_t h = 0; h < blocking_.heads; ++h) {
+    Value column = add(qCol_, index(h * headDim_));
+    forLoop(c0, rows, c1, [&](Value p) { body(add(index(h * blocking_.positions), p), p, column); });
+  }
+}
+
+void AttentionLowering::buildQueryTranspose(Value query, Value rows) {
   Value c0 = index(0), c1 = index(1), dh = index(headDim_);
   Value scale = f32(op_.getScaleAttr().getValueAsDouble() * kLog2E);
   int64_t lanes = blocking_.lanes;
-  if (headDim_ % lanes != 0 || blocking_.queryBlock % lanes != 0) {
-    // Element by element, zero in the columns of rows past the end.
+  if (headDim_ % lanes != 0 || blocking_.positions % lanes != 0 ||
+      blocking_.heads * blocking_.positions != blocking_.queryBlock) {
+    // Element by element, zero in the columns of rows past the end and of padding rows.
     forLoop(c0, dh, c1, [&](Value d) {
       storeVector(splat(queryVector_, f32(0)), queryT_, {d, c0});
     });
-    forLoop(c0, rows, c1, [&](Value r) {
-      Value row = add(i0_, r);
+    forEachRow(rows, [&](Value r, Value position, Value column) {
+      Value row = add(i0_, position);
       forLoop(c0, dh, c1, [&](Value d) {
-        Value q = loadScalar(query, {batch_, row, add(qCol, d)});
+        Value q = loadScalar(query, {batch_, row, add(column, d)});
         memref::StoreOp::create(b_, loc_, arith::MulFOp::create(b_, loc_, q, scale), queryT_,
                                 ValueRange{d, r});
       });
@@ -224,10 +241,14 @@ void AttentionLowering::buildQueryTranspose(Value query, Value qCol, Value rows)
       AffineMap::get(3, 0, {getAffineDimExpr(1, ctx), getAffineDimExpr(2, ctx)}, ctx);
   Value padding = arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(elementType_));
   Value scales = splat(f32Tile, scale);
+  Value positions = index(blocking_.positions);
   forLoop(c0, index(blocking_.queryBlock), index(lanes), [&](Value r) {
+    // Every tile of rows lies within one head's positions.
+    Value position = arith::RemUIOp::create(b_, loc_, r, positions);
+    Value column = add(qCol_, mul(arith::DivUIOp::create(b_, loc_, r, positions), dh));
     forLoop(c0, dh, index(lanes), [&](Value d) {
       Value tile = vector::TransferReadOp::create(
-          b_, loc_, tileType, query, ValueRange{batch_, add(i0_, r), add(qCol, d)},
+          b_, loc_, tileType, query, ValueRange{batch_, add(i0_, position), add(column, d)},
           AffineMapAttr::get(rowsAndColumns), padding, /*mask=*/Value(),
           b_.getBoolArrayAttr({false, true}));
       if (elementType_ != f32_)
@@ -244,10 +265,13 @@ void AttentionLowering::buildScores(Value j0, Value cols) {
   int64_t tile = blocking_.keyTile;
   Value c0 = index(0), c1 = index(1);
   Value negInf = splat(queryVector_, f32(-std::numeric_limits<double>::infinity()));
+  // The position of each lane's query row within the block.
   auto laneType = VectorType::get({blocking_.queryBlock}, b_.getI32Type());
   SmallVector<int32_t> lanes(blocking_.queryBlock);
-  std::iota(lanes.begin(), lanes.end(), 0);
-  Value laneIndex = arith::ConstantOp::create(b_, loc_, DenseIntElementsAttr::get(laneType, lanes));
+  for (int64_t i = 0; i < blocking_.queryBlock; ++i)
+    lanes[i] = static_cast<int32_t>(i % blocking_.positions);
+  Value lanePosition =
+      arith::ConstantOp::create(b_, loc_, DenseIntElementsAttr::get(laneType, lanes));
 
   // Tiles up to the last valid key (a short or last block needs fewer than KB / tile of them).
   Value tileSize = index(tile);
@@ -271,18 +295,18 @@ void AttentionLowering::buildScores(Value j0, Value cols) {
           }
           return next;
         });
-    // Query lane i sees key j when j < cols and, if causal, j0 + j <= i0 + i + diagonal: the
-    // valid lanes are those from `first` on.
+    // The query at position i0 + p sees key j when j < cols and, if causal,
+    // j0 + j <= i0 + p + diagonal: the valid lanes are those at positions from `first` on.
     for (int64_t t = 0; t < tile; ++t) {
       Value j = add(jt, index(t));
       Value first = index(0);
       if (op_.getCausal())
         first = maxIndex(c0, sub(sub(add(j0, j), diagonal_), i0_));
       Value inBlock = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::slt, j, cols);
-      first = arith::SelectOp::create(b_, loc_, inBlock, minIndex(first, index(blocking_.queryBlock)),
-                                      index(blocking_.queryBlock));
+      Value none = index(blocking_.positions);
+      first = arith::SelectOp::create(b_, loc_, inBlock, minIndex(first, none), none);
       Value firstLane = arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), first);
-      Value valid = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sge, laneIndex,
+      Value valid = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sge, lanePosition,
                                           splat(laneType, firstLane));
       storeVector(arith::SelectOp::create(b_, loc_, valid, sums[t], negInf), scores_, {j, c0});
     }
@@ -347,18 +371,20 @@ Value AttentionLowering::build() {
   Value groupSize = index(op_.getGroupSize());
   diagonal_ = sub(kvSeq, seq); // key j is visible to query i when j <= i + diagonal
   lastKey_ = sub(kvSeq, c1);
-  Value queryBlocks = arith::CeilDivSIOp::create(b_, loc_, seq, index(queryBlock));
+  Value positions = index(blocking_.positions);
+  Value queryBlocks = arith::CeilDivSIOp::create(b_, loc_, seq, positions);
 
-  // One parallel iteration per (batch, head, query block): independent, and each with its own
-  // scratch, so the runtime's threads can share them out.
+  // One parallel iteration per (batch, group of heads, block of positions): independent, and
+  // each with its own scratch, so the runtime's threads can share them out.
+  int64_t groups = op_.getHeads() / blocking_.heads;
   auto parallel = scf::ParallelOp::create(b_, loc_, ValueRange{c0, c0, c0},
-                                          ValueRange{batchSize, index(op_.getHeads()), queryBlocks},
+                                          ValueRange{batchSize, index(groups), queryBlocks},
                                           ValueRange{c1, c1, c1});
   OpBuilder::InsertionGuard guard(b_);
   b_.setInsertionPointToStart(parallel.getBody());
   batch_ = parallel.getInductionVars()[0];
-  Value head = parallel.getInductionVars()[1];
-  i0_ = mul(parallel.getInductionVars()[2], index(queryBlock));
+  Value firstHead = mul(parallel.getInductionVars()[1], index(blocking_.heads));
+  i0_ = mul(parallel.getInductionVars()[2], positions);
   auto scratch = [&](ArrayRef<int64_t> shape) {
     return memref::AllocaOp::create(b_, loc_, MemRefType::get(shape, f32_), ValueRange{},
                                     b_.getI64IntegerAttr(64));
@@ -374,14 +400,16 @@ Value AttentionLowering::build() {
     Value len = memref::LoadOp::create(b_, loc_, kvLens, batch_);
     kvLen = arith::IndexCastOp::create(b_, loc_, b_.getIndexType(), len);
   }
-  Value qCol = mul(head, dh);
-  kvCol_ = mul(arith::DivUIOp::create(b_, loc_, head, groupSize), dh);
-  Value rows = minIndex(index(queryBlock), sub(seq, i0_));
-  // Rows of the p.v tiles in use: the block's rows rounded up to whole tiles.
+  qCol_ = mul(firstHead, dh);
+  kvCol_ = mul(arith::DivUIOp::create(b_, loc_, firstHead, groupSize), dh);
+  // Valid positions of each head in the block.
+  Value rows = minIndex(positions, sub(seq, i0_));
+  // Rows of the p.v tiles in use: up to the last head's valid rows, in whole tiles.
   Value tile = index(blocking_.queryTile);
-  Value rowsInUse = mul(arith::CeilDivSIOp::create(b_, loc_, rows, tile), tile);
+  Value lastRow = add(index((blocking_.heads - 1) * blocking_.positions), rows);
+  Value rowsInUse = mul(arith::CeilDivSIOp::create(b_, loc_, lastRow, tile), tile);
 
-  buildQueryTranspose(query, qCol, rows);
+  buildQueryTranspose(query, rows);
   forLoop(c0, index(queryBlock), c1, [&](Value r) {
     storeVector(splat(headVector_, zero), acc_, {r, c0});
   });
@@ -430,12 +458,13 @@ Value AttentionLowering::build() {
       b_, loc_, positive, arith::DivFOp::create(b_, loc_, splat(queryVector_, f32(1)), sums), zeros);
   storeVector(inverse, alpha_, {c0});
   auto outVector = VectorType::get({headDim_}, elementType_);
-  forLoop(c0, rows, c1, [&](Value r) {
+  forEachRow(rows, [&](Value r, Value position, Value column) {
     Value scaleRow = splat(headVector_, memref::LoadOp::create(b_, loc_, alpha_, r));
     Value result = arith::MulFOp::create(b_, loc_, loadVector(headVector_, acc_, {r, c0}), scaleRow);
     if (elementType_ != f32_)
       result = arith::TruncFOp::create(b_, loc_, outVector, result);
-    vector::TransferWriteOp::create(b_, loc_, result, out, ValueRange{batch_, add(i0_, r), qCol},
+    vector::TransferWriteOp::create(b_, loc_, result, out,
+                                    ValueRange{batch_, add(i0_, position), column},
                                     ArrayRef<bool>{true});
   });
 
@@ -458,14 +487,19 @@ struct ConvertMhaAttentionToLoopsPass
     getOperation().walk([&](mha::AttentionOp op) { ops.push_back(op); });
     for (mha::AttentionOp op : ops) {
       auto vectors = [&](int64_t elements) { return llvm::divideCeil(elements, vectorLanes); };
-      // A query block spans whole vectors; a short static sequence (decoding, S = 7) takes one
-      // block of its own length rounded up to a vector rather than a mostly empty one.
-      int64_t rows = queryBlock;
+      // A block holds `positions` positions of each of the `heads` query heads sharing a
+      // key/value head, in whole vectors of rows. A short static sequence (decoding, S = 7)
+      // takes its own length rather than a mostly empty block.
+      int64_t heads = op.getGroupSize();
+      int64_t positions = std::max<int64_t>(1, queryBlock / heads);
       int64_t seq = op.getQuery().getType().getDimSize(1);
       if (!ShapedType::isDynamic(seq))
-        rows = std::min<int64_t>(rows, vectors(seq) * vectorLanes);
+        positions = std::min(positions, seq);
+      int64_t rows = vectors(heads * positions) * vectorLanes;
+      if (heads == 1)
+        positions = rows;
       AttentionBlocking blocking{
-          rows, keyBlock,
+          rows, keyBlock, heads, positions,
           tileRows(keyBlock, vectors(rows), accumulatorRegisters),
           tileRows(rows, vectors(op.getHeadDim()), accumulatorRegisters), vectorLanes};
       OpBuilder builder(op);

@@ -65,8 +65,35 @@
 // AVX2:         scf.for %{{.*}} = %c0 to %{{.*}} step %c4
 // AVX2:           scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // AVX2:         scf.for %{{.*}} step %c1 iter_args({{.*}}) -> (vector<64xf32>)
-func.func @attention(%q: tensor<?x100x256xf32>, %k: tensor<?x300x128xf32>, %v: tensor<?x300x128xf32>) -> tensor<?x100x256xf32> {
-  %a = mha.attention %q, %k, %v heads(4) kv_heads(2) head_dim(64) scale(0.125) : (tensor<?x100x256xf32>, tensor<?x300x128xf32>, tensor<?x300x128xf32>) -> tensor<?x100x256xf32>
+func.func @attention(%q: tensor<?x100x256xf32>, %k: tensor<?x300x256xf32>, %v: tensor<?x300x256xf32>) -> tensor<?x100x256xf32> {
+  %a = mha.attention %q, %k, %v heads(4) kv_heads(4) head_dim(64) scale(0.125) : (tensor<?x100x256xf32>, tensor<?x300x256xf32>, tensor<?x300x256xf32>) -> tensor<?x100x256xf32>
+  return %a : tensor<?x100x256xf32>
+}
+
+// Grouped query heads (4 heads, 2 key/value heads): a block holds 8 positions of both heads of
+// a group, so each key and value block is read once for the pair. 100 positions make 13 blocks
+// of 8 per group. The rows are gathered one by one (a 16-row tile would span two heads), the
+// causal mask compares each lane's position within its head, and each row is written to its
+// own head's columns.
+// CHECK-LABEL: func.func @grouped
+// CHECK-DAG:     %[[POSITIONS:.*]] = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7]> : vector<16xi32>
+// CHECK:         scf.parallel (%{{.*}}, %[[GROUP:.*]], %[[BLOCK:.*]]) = (%c0, %c0, %c0) to (%{{.*}}, %c2, %c13)
+// CHECK:           %[[FIRST_HEAD:.*]] = arith.muli %[[GROUP]], %c2
+// CHECK:           %[[I0:.*]] = arith.muli %[[BLOCK]], %c8
+// CHECK:           %[[Q_COL:.*]] = arith.muli %[[FIRST_HEAD]], %c64
+// CHECK:           %[[KV_HEAD:.*]] = arith.divui %[[FIRST_HEAD]], %c2
+// CHECK:           arith.muli %[[KV_HEAD]], %c64
+// CHECK-NOT:       vector.transpose
+// CHECK:           memref.load {{.*}} : memref<?x100x256xf32, {{.*}}>
+// CHECK:           arith.cmpi sle, %{{.*}}, %[[POSITIONS]] : vector<16xi32>
+// The second head's rows (8 to 15) go to the columns 64 further on.
+// CHECK:           %[[SECOND:.*]] = arith.addi %[[Q_COL]], %c64
+// CHECK:           scf.for %[[P:.*]] = %c0 to %{{.*}} step %c1 {
+// CHECK:             %[[ROW:.*]] = arith.addi %[[P]], %c8
+// CHECK:             memref.load %{{.*}}[%[[ROW]]]
+// CHECK:             vector.transfer_write %{{.*}}[%{{.*}}, %{{.*}}, %[[SECOND]]]
+func.func @grouped(%q: tensor<?x100x256xf32>, %k: tensor<?x300x128xf32>, %v: tensor<?x300x128xf32>) -> tensor<?x100x256xf32> {
+  %a = mha.attention %q, %k, %v heads(4) kv_heads(2) head_dim(64) scale(0.125) causal : (tensor<?x100x256xf32>, tensor<?x300x128xf32>, tensor<?x300x128xf32>) -> tensor<?x100x256xf32>
   return %a : tensor<?x100x256xf32>
 }
 
