@@ -95,8 +95,10 @@ def LayerResultsToOutArguments
   let description = [{
     The C ABI passes `out` as the last argument. This pass gives every function returning a
     tensor an extra memref argument of that tensor's shape (identity layout) and materializes
-    the result into it, so that bufferization writes the last projection straight into the
-    caller's buffer instead of allocating and copying.
+    the result into it (bufferization.materialize_in_destination). Where the result is the
+    last projection seen through reshapes, as with weight panels, bufferization computes it in
+    a buffer of its own and copies it into `out` once (2% of a BERT-base call); writing `out`
+    directly was measured 5% slower for callers whose buffer is not 64-byte aligned.
   }];
   let dependentDialects = [
     "mlir::bufferization::BufferizationDialect",

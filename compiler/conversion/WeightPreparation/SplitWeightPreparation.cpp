@@ -104,8 +104,10 @@ LogicalResult split(func::FuncOp layer) {
     mapping.map(parameter, arg);
   SmallVector<Value> results;
   for (auto [parameter, arg] : llvm::zip(parameters, entry->getArguments())) {
-    const Preparation *preparation = llvm::find_if(
-        *preparations, [&](const Preparation &p) { return p.weight == parameter; });
+    const Preparation *preparation =
+        llvm::find_if(*preparations, [weight = Value(parameter)](const Preparation &p) {
+          return p.weight == weight;
+        });
     if (preparation == preparations->end()) {
       results.push_back(arg);
       continue;
