@@ -2,8 +2,12 @@
  *
  * Part of mhac.
  *
- * A persistent pool: workers claim iterations from an atomic counter during a loop and, between
- * loops, spin for a while watching for the next one before they sleep on a condition variable.
+ * A persistent pool. Each thread of a loop owns a contiguous share of its iterations, takes
+ * them from the front, and when its share runs out takes the last iterations of the others'
+ * (work stealing). Contiguous shares keep neighbouring tiles, which share data (a weight
+ * panel, a head's keys and values), in one core's caches; stealing balances uneven ones
+ * (causal attention). Between loops, workers spin for a while watching for the next one
+ * before they sleep on a condition variable.
  * A layer runs its loops back to back, and waking a sleeping thread costs tens of microseconds
  * on the machines we measured; a spinning worker joins the next loop within about one. The
  * calling thread works too, and waits for stragglers by spinning briefly, then sleeping. One loop runs at a time (loops from several application
@@ -26,6 +30,10 @@
 
 /* Upper bound on threads, so that a mistaken MHAC_NUM_THREADS cannot exhaust the process. */
 enum { kMaxThreads = 256 };
+/* A share of iterations is packed as (next << 32) | end, so that its owner (taking `next`)
+ * and a thief (taking `end - 1`) change it with one compare-and-swap; a loop of more
+ * iterations runs in rounds of at most this many. */
+static const int64_t kMaxRound = INT64_C(0x7fffffff);
 /* How long a thread spins for the next loop (a worker) or for the last worker (the caller)
  * before it sleeps. */
 static const int64_t kSpinNanoseconds = 200 * 1000;
@@ -44,11 +52,12 @@ typedef struct Pool {
   int32_t sleepers;      /* workers waiting on `wake` */
   atomic_int shutdown;   /* set (with a generation bump) to stop the workers */
 
-  /* The loop being run. */
+  /* The loop being run: iterations [base, base + count) of the task, shared out. */
   mhac_task task;
   void *closure;
-  int64_t count;
-  atomic_int_least64_t next;   /* next iteration to claim */
+  int64_t base;
+  int32_t participants;                       /* the caller and the workers */
+  atomic_uint_least64_t shares[kMaxThreads];  /* (next << 32) | end, one per participant */
   atomic_int_least32_t active; /* workers still inside the loop */
   atomic_int_least32_t status; /* first failure, or MHAC_OK */
 } Pool;
@@ -83,15 +92,37 @@ static int32_t defaultThreads(void) {
   return 1;
 }
 
-/* Claims and runs iterations until none is left. */
-static void runIterations(void) {
+/* The first iteration left in `share` (its owner) or, with `fromEnd`, the last (a thief);
+ * -1 when it is empty. */
+static int64_t take(atomic_uint_least64_t *share, int fromEnd) {
+  uint64_t packed = atomic_load_explicit(share, memory_order_relaxed);
+  for (;;) {
+    uint64_t next = packed >> 32, end = packed & 0xffffffffu;
+    if (next >= end)
+      return -1;
+    uint64_t taken = fromEnd ? (next << 32) | (end - 1) : ((next + 1) << 32) | end;
+    if (atomic_compare_exchange_weak_explicit(share, &packed, taken, memory_order_relaxed,
+                                              memory_order_relaxed))
+      return (int64_t)(fromEnd ? end - 1 : next);
+  }
+}
+
+/* Runs iterations of participant `self`'s share, then steals from the others' until every
+ * share is empty. */
+static void runIterations(int32_t self) {
   int previous = insideLoop;
   insideLoop = 1;
+  int32_t victim = self;
   for (;;) {
-    int64_t index = atomic_fetch_add_explicit(&pool.next, 1, memory_order_relaxed);
-    if (index >= pool.count)
+    int64_t index = take(&pool.shares[self], 0);
+    for (int32_t tried = 0; index < 0 && tried < pool.participants; ++tried) {
+      index = take(&pool.shares[victim], 1);
+      if (index < 0)
+        victim = (victim + 1) % pool.participants;
+    }
+    if (index < 0)
       break;
-    int32_t status = pool.task(pool.closure, index);
+    int32_t status = pool.task(pool.closure, pool.base + index);
     if (status != MHAC_OK) {
       int32_t expected = MHAC_OK;
       atomic_compare_exchange_strong(&pool.status, &expected, status);
@@ -129,9 +160,18 @@ static int spinForLoop(uint64_t seen) {
   }
 }
 
-/* `start` is the generation when the worker was created: any later one is a loop to join. */
-static void *workerMain(void *start) {
-  uint64_t seen = (uint64_t)(uintptr_t)start;
+/* What a worker starts from: its participant number (1 and up; the caller is 0), and the
+ * generation when it was created (any later one is a loop to join). */
+typedef struct WorkerStart {
+  int32_t participant;
+  uint64_t generation;
+} WorkerStart;
+static WorkerStart starts[kMaxThreads];
+
+static void *workerMain(void *argument) {
+  const WorkerStart *start = argument;
+  int32_t self = start->participant;
+  uint64_t seen = start->generation;
   for (;;) {
     if (!spinForLoop(seen)) {
       /* The generation only changes under the mutex: checked again here, no wake-up is lost. */
@@ -146,7 +186,7 @@ static void *workerMain(void *start) {
     if (atomic_load(&pool.shutdown))
       break;
     seen = atomic_load(&pool.generation);
-    runIterations();
+    runIterations(self);
     /* The caller checks `active` under the mutex before it sleeps: signalled under it too. */
     if (atomic_fetch_sub(&pool.active, 1) == 1) {
       pthread_mutex_lock(&pool.mutex);
@@ -176,11 +216,44 @@ static void resize(int32_t threads) {
     return;
   stopWorkers();
   for (int32_t i = 0; i < threads - 1; ++i) {
-    void *start = (void *)(uintptr_t)atomic_load(&pool.generation);
-    if (pthread_create(&pool.workers[i], NULL, workerMain, start) != 0)
+    starts[i] = (WorkerStart){i + 1, atomic_load(&pool.generation)};
+    if (pthread_create(&pool.workers[i], NULL, workerMain, &starts[i]) != 0)
       break;
     pool.numWorkers = i + 1;
   }
+}
+
+/* Runs iterations [base, base + count) on the caller and the workers; `submission` held. */
+static void runRound(int64_t base, int64_t count) {
+  pool.base = base;
+  pool.participants = pool.numWorkers + 1;
+  for (int32_t p = 0; p < pool.participants; ++p) {
+    uint64_t first = (uint64_t)(count * p / pool.participants);
+    uint64_t end = (uint64_t)(count * (p + 1) / pool.participants);
+    atomic_store_explicit(&pool.shares[p], (first << 32) | end, memory_order_relaxed);
+  }
+  atomic_store(&pool.active, pool.numWorkers);
+  if (pool.numWorkers > 0) {
+    /* Under the mutex, so that a worker about to sleep sees either the new generation or the
+     * broadcast; only sleeping workers need the broadcast. */
+    pthread_mutex_lock(&pool.mutex);
+    atomic_fetch_add(&pool.generation, 1);
+    if (pool.sleepers > 0)
+      pthread_cond_broadcast(&pool.wake);
+    pthread_mutex_unlock(&pool.mutex);
+  }
+
+  runIterations(0);
+
+  /* Workers finish their last iteration; most loops end here without sleeping. */
+  int64_t deadline = nanoseconds() + kSpinNanoseconds;
+  while (atomic_load(&pool.active) > 0 && nanoseconds() < deadline)
+    for (int i = 0; i < 64 && atomic_load(&pool.active) > 0; ++i)
+      relax();
+  pthread_mutex_lock(&pool.mutex);
+  while (atomic_load(&pool.active) > 0)
+    pthread_cond_wait(&pool.done, &pool.mutex);
+  pthread_mutex_unlock(&pool.mutex);
 }
 
 static int32_t poolParallelFor(mhac_task task, void *closure, int64_t count) {
@@ -201,32 +274,9 @@ static int32_t poolParallelFor(mhac_task task, void *closure, int64_t count) {
   resize(pool.wanted > 0 ? pool.wanted : defaultThreads());
   pool.task = task;
   pool.closure = closure;
-  pool.count = count;
-  atomic_store(&pool.next, 0);
   atomic_store(&pool.status, MHAC_OK);
-  atomic_store(&pool.active, pool.numWorkers);
-  if (pool.numWorkers > 0) {
-    /* Under the mutex, so that a worker about to sleep sees either the new generation or the
-     * broadcast; only sleeping workers need the broadcast. */
-    pthread_mutex_lock(&pool.mutex);
-    atomic_fetch_add(&pool.generation, 1);
-    if (pool.sleepers > 0)
-      pthread_cond_broadcast(&pool.wake);
-    pthread_mutex_unlock(&pool.mutex);
-  }
-
-  runIterations();
-
-  /* Workers finish their last iteration; most loops end here without sleeping. */
-  int64_t deadline = nanoseconds() + kSpinNanoseconds;
-  while (atomic_load(&pool.active) > 0 && nanoseconds() < deadline)
-    for (int i = 0; i < 64 && atomic_load(&pool.active) > 0; ++i)
-      relax();
-  pthread_mutex_lock(&pool.mutex);
-  while (atomic_load(&pool.active) > 0)
-    pthread_cond_wait(&pool.done, &pool.mutex);
-  pthread_mutex_unlock(&pool.mutex);
-
+  for (int64_t base = 0; base < count && atomic_load(&pool.status) == MHAC_OK; base += kMaxRound)
+    runRound(base, count - base < kMaxRound ? count - base : kMaxRound);
   int32_t status = atomic_load(&pool.status);
   pthread_mutex_unlock(&pool.submission);
   return status;

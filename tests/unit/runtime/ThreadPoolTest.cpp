@@ -69,6 +69,26 @@ TEST_F(ThreadPoolTest, UsesSeveralThreads) {
   EXPECT_EQ(seen.size(), 2u);
 }
 
+TEST_F(ThreadPoolTest, GivesEachThreadAContiguousShareAndStealsTheRest) {
+  // Two threads, 100 iterations: the caller owns [0, 50), the worker [50, 100). Iteration 0
+  // takes long, so the worker, done with its own share, steals the caller's from the end.
+  mhac_set_num_threads(2);
+  struct State {
+    std::vector<std::thread::id> ranOn = std::vector<std::thread::id>(100);
+  } state;
+  auto task = +[](void *closure, int64_t index) -> int32_t {
+    static_cast<State *>(closure)->ranOn[index] = std::this_thread::get_id();
+    std::this_thread::sleep_for(std::chrono::milliseconds(index == 0 ? 300 : 1));
+    return MHAC_OK;
+  };
+  ASSERT_EQ(mhac_parallel_for(task, &state, 100), MHAC_OK);
+  std::thread::id caller = std::this_thread::get_id();
+  EXPECT_EQ(state.ranOn[0], caller);
+  for (int64_t i = 50; i < 100; ++i)
+    EXPECT_NE(state.ranOn[i], caller) << "index " << i;
+  EXPECT_NE(state.ranOn[49], caller);
+}
+
 TEST_F(ThreadPoolTest, ReportsAFailedIteration) {
   mhac_set_num_threads(2);
   auto task =
