@@ -368,14 +368,14 @@ Value AttentionLowering::build() {
   Value out = memref::AllocOp::create(b_, loc_, outType, dynamicSizes, b_.getI64IntegerAttr(64));
   Value negInf = f32(-std::numeric_limits<double>::infinity());
   Value zero = f32(0);
-  Value groupSize = index(op_.getGroupSize());
   diagonal_ = sub(kvSeq, seq); // key j is visible to query i when j <= i + diagonal
   lastKey_ = sub(kvSeq, c1);
   Value positions = index(blocking_.positions);
   Value queryBlocks = arith::CeilDivSIOp::create(b_, loc_, seq, positions);
 
-  // One parallel iteration per (batch, group of heads, block of positions): independent, and
-  // each with its own scratch, so the runtime's threads can share them out.
+  // One parallel iteration per (batch, key/value head with its group of query heads, block of
+  // positions): independent, and each with its own scratch, so the runtime's threads can share
+  // them out.
   int64_t groups = op_.getHeads() / blocking_.heads;
   auto parallel = scf::ParallelOp::create(b_, loc_, ValueRange{c0, c0, c0},
                                           ValueRange{batchSize, index(groups), queryBlocks},
@@ -383,7 +383,7 @@ Value AttentionLowering::build() {
   OpBuilder::InsertionGuard guard(b_);
   b_.setInsertionPointToStart(parallel.getBody());
   batch_ = parallel.getInductionVars()[0];
-  Value firstHead = mul(parallel.getInductionVars()[1], index(blocking_.heads));
+  Value group = parallel.getInductionVars()[1];
   i0_ = mul(parallel.getInductionVars()[2], positions);
   auto scratch = [&](ArrayRef<int64_t> shape) {
     return memref::AllocaOp::create(b_, loc_, MemRefType::get(shape, f32_), ValueRange{},
@@ -400,8 +400,8 @@ Value AttentionLowering::build() {
     Value len = memref::LoadOp::create(b_, loc_, kvLens, batch_);
     kvLen = arith::IndexCastOp::create(b_, loc_, b_.getIndexType(), len);
   }
-  qCol_ = mul(firstHead, dh);
-  kvCol_ = mul(arith::DivUIOp::create(b_, loc_, firstHead, groupSize), dh);
+  qCol_ = mul(group, index(blocking_.heads * headDim_));
+  kvCol_ = mul(group, dh);
   // Valid positions of each head in the block.
   Value rows = minIndex(positions, sub(seq, i0_));
   // Rows of the p.v tiles in use: up to the last head's valid rows, in whole tiles.

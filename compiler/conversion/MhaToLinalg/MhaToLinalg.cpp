@@ -143,8 +143,7 @@ Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, mha::Li
 bool feedsKeysOrValues(mha::LinearOp op) {
   return llvm::all_of(op.getResult().getUses(), [](OpOperand &use) {
     auto attention = dyn_cast<mha::AttentionOp>(use.getOwner());
-    return attention && (use.get() == attention.getKey() || use.get() == attention.getValue()) &&
-           use.get() != attention.getQuery();
+    return attention && (&use == &attention.getKeyMutable() || &use == &attention.getValueMutable());
   });
 }
 
@@ -166,13 +165,14 @@ struct RowBuffer {
         rewriter, loc, RankedTensorType::get({rows, columns + kRowPadding}, elementType),
         dynamicRows);
     sizes = {tensor::getMixedSize(rewriter, loc, padded, 0), rewriter.getIndexAttr(columns)};
+    zeros.assign(2, rewriter.getIndexAttr(0));
+    ones.assign(2, rewriter.getIndexAttr(1));
     view = slice(padded);
   }
 
   Value finish(Value written) {
     if (!padded)
       return written;
-    SmallVector<OpFoldResult> zeros(2, rewriter.getIndexAttr(0)), ones(2, rewriter.getIndexAttr(1));
     return slice(tensor::InsertSliceOp::create(rewriter, loc, written, padded, zeros, sizes, ones));
   }
 
@@ -180,14 +180,13 @@ struct RowBuffer {
 
 private:
   Value slice(Value whole) {
-    SmallVector<OpFoldResult> zeros(2, rewriter.getIndexAttr(0)), ones(2, rewriter.getIndexAttr(1));
     return tensor::ExtractSliceOp::create(rewriter, loc, whole, zeros, sizes, ones);
   }
 
   PatternRewriter &rewriter;
   Location loc;
   Value padded;
-  SmallVector<OpFoldResult> sizes;
+  SmallVector<OpFoldResult> zeros, sizes, ones;
 };
 
 struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {

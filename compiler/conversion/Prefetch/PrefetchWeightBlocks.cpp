@@ -27,7 +27,7 @@ namespace {
 
 /// The contiguous block of memory `stream` reads through a subview taken inside it, from a
 /// buffer defined outside `rows`: the data every row tile shares.
-static memref::SubViewOp findSharedBlockRead(scf::ForOp stream, scf::ForOp rows) {
+memref::SubViewOp findSharedBlockRead(scf::ForOp stream, scf::ForOp rows) {
   for (auto read : stream.getBody()->getOps<vector::TransferReadOp>()) {
     auto view = read.getBase().getDefiningOp<memref::SubViewOp>();
     if (!view || view->getParentOp() != stream || !rows.isDefinedOutsideOfLoop(view.getSource()))
@@ -40,13 +40,13 @@ static memref::SubViewOp findSharedBlockRead(scf::ForOp stream, scf::ForOp rows)
 }
 
 /// The buffer `view` is a view of, through any chain of views.
-static Value rootOf(Value view) {
+Value rootOf(Value view) {
   while (auto viewLike = view.getDefiningOp<ViewLikeOpInterface>())
     view = viewLike.getViewSource();
   return view;
 }
 
-static Value ceilDiv(OpBuilder &b, Location loc, Value a, Value d) {
+Value ceilDiv(OpBuilder &b, Location loc, Value a, Value d) {
   return arith::CeilDivUIOp::create(b, loc, a, d);
 }
 

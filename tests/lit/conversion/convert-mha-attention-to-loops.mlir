@@ -78,11 +78,10 @@ func.func @attention(%q: tensor<?x100x256xf32>, %k: tensor<?x300x256xf32>, %v: t
 // CHECK-LABEL: func.func @grouped
 // CHECK-DAG:     %[[POSITIONS:.*]] = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7]> : vector<16xi32>
 // CHECK:         scf.parallel (%{{.*}}, %[[GROUP:.*]], %[[BLOCK:.*]]) = (%c0, %c0, %c0) to (%{{.*}}, %c2, %c13)
-// CHECK:           %[[FIRST_HEAD:.*]] = arith.muli %[[GROUP]], %c2
+// The group's first query head starts at column group * 2 * 64; its key/value head at group * 64.
 // CHECK:           %[[I0:.*]] = arith.muli %[[BLOCK]], %c8
-// CHECK:           %[[Q_COL:.*]] = arith.muli %[[FIRST_HEAD]], %c64
-// CHECK:           %[[KV_HEAD:.*]] = arith.divui %[[FIRST_HEAD]], %c2
-// CHECK:           arith.muli %[[KV_HEAD]], %c64
+// CHECK:           %[[Q_COL:.*]] = arith.muli %[[GROUP]], %c128
+// CHECK:           arith.muli %[[GROUP]], %c64
 // CHECK-NOT:       vector.transpose
 // CHECK:           memref.load {{.*}} : memref<?x100x256xf32, {{.*}}>
 // CHECK:           arith.cmpi sle, %{{.*}}, %[[POSITIONS]] : vector<16xi32>
