@@ -144,4 +144,17 @@ def PrefetchWeightBlocks : Pass<"mhac-prefetch-weight-blocks", "mlir::func::Func
   ];
 }
 
+def Bf16AsI16 : Pass<"mhac-bf16-as-i16", "mlir::ModuleOp"> {
+  let summary = "Retype the bf16 values of the LLVM dialect as i16";
+  let description = [{
+    Runs last, on the LLVM dialect, after `arith-expand{include-bf16=true}` has turned the
+    conversions between bf16 and f32 into integer operations. What bf16 is left is only moved
+    (loads, stores, selects, vector and aggregate element moves, block arguments, constants):
+    the pass gives those values the i16 type of their bits. Otherwise LLVM's x86 backend,
+    without AVX512-BF16, promotes each one to f32 element by element through calls to
+    `__truncsfbf2` (slow, and missing from libgcc before GCC 13). An op that still computes on
+    bf16 is an error.
+  }];
+}
+
 #endif // MHAC_COMPILER_CONVERSION_PASSES_TD

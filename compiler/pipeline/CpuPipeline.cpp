@@ -113,9 +113,12 @@ LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const Schedule &schedule
       "expand-strided-metadata, lower-affine, convert-scf-to-cf, convert-vector-to-llvm,"
       // Buffers come from the runtime's allocator (see CodeEmitter), which reuses freed blocks.
       "convert-math-to-llvm, finalize-memref-to-llvm{use-generic-functions},"
-      "convert-arith-to-llvm,"
+      // f32 -> bf16 rounding becomes integer ops: without AVX512-BF16, LLVM would call
+      // __truncsfbf2, which libgcc before GCC 13 lacks (layers would not load). The few
+      // conversions per output element cost nothing next to the FMAs that produced them.
+      "arith-expand{include-bf16=true}, convert-arith-to-llvm,"
       "convert-cf-to-llvm, convert-func-to-llvm, convert-index-to-llvm, convert-ub-to-llvm,"
-      "reconcile-unrealized-casts, canonicalize");
+      "reconcile-unrealized-casts, mhac-bf16-as-i16, canonicalize");
 }
 
 } // namespace mhac
