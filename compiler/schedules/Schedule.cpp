@@ -16,13 +16,19 @@ Schedule defaultSchedule(const CpuTarget &target) {
   // 24 of the 32 zmm registers on AVX-512 (4 loads and 6 broadcasts feed 24 FMAs, against 10
   // for 16 with 8 x 32), its 128-deep blocks of a panel (32 KiB) stay in L1 across the row
   // tiles; 6 x 16 fills 12 of the 16 ymm registers on AVX2.
-  // Attention's tiles span the query block in vectors: 64 queries are 4 zmm registers a row,
-  // 6 rows of keys fill 24 of them; on AVX2, 32 queries are 4 ymm registers, 3 rows fill 12.
+  // Attention's score tiles span the query block in vectors: 64 queries are 4 zmm registers a
+  // row, 6 rows of keys fill 24 of them. On AVX2, 32 queries are 4 ymm registers and 2 rows of
+  // keys fill 8: the 4 query vectors and the broadcast key stay in registers too (with 3 rows,
+  // 17 registers were live and two spilled every step). With 8 accumulators the p.v tile takes
+  // half the head dimension (4 vectors) for 2 query rows, each loaded value vector feeding two
+  // FMAs (llvm-mca, znver3: 1.98 FMAs a cycle, against 1.77 for one row of the whole head).
+  // Blocks of 64 keys keep a block of scores and the query block's accumulators (8 KiB each)
+  // in Zen 3's 32 KiB L1 beside the keys or values they stream.
   // The defaults of ProjectionSchedule and AttentionSchedule are AVX-512's.
   if (target.vectorBits < 512) {
     schedule.projection.registerTile = {6, 16, 1};
-    schedule.attention = {/*queryBlock=*/32, /*keyBlock=*/96, /*vectorLanes=*/8,
-                          /*accumulatorRegisters=*/12};
+    schedule.attention = {/*queryBlock=*/32, /*keyBlock=*/64, /*vectorLanes=*/8,
+                          /*accumulatorRegisters=*/8};
   }
   return schedule;
 }

@@ -84,6 +84,10 @@ struct AttentionBlocking {
   int64_t heads, positions;
   /// Rows of the score tile (keys) and of the p.v tile (query rows).
   int64_t keyTile, queryTile;
+  /// Columns of the p.v tile: the head dimension is updated in chunks this wide (the last one
+  /// may be narrower), so that a tile has at least two rows and each value vector it loads
+  /// feeds two FMAs or more.
+  int64_t valueChunk;
   /// f32 lanes of a vector register: the side of the square tiles the queries are transposed in.
   int64_t lanes;
 };
@@ -121,15 +125,15 @@ private:
       return value;
     return arith::ExtFOp::create(b_, loc_, f32_, value);
   }
-  /// Reads head_dim contiguous elements starting at `indices` as an f32 vector.
-  Value readHead(Value memref, ValueRange indices) {
-    auto type = VectorType::get({headDim_}, elementType_);
+  /// Reads `width` contiguous elements starting at `indices` as an f32 vector.
+  Value readRow(int64_t width, Value memref, ValueRange indices) {
+    auto type = VectorType::get({width}, elementType_);
     Value padding = arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(elementType_));
     Value vector = vector::TransferReadOp::create(b_, loc_, type, memref, indices, padding,
                                                   ArrayRef<bool>{true});
     if (elementType_ == f32_)
       return vector;
-    return arith::ExtFOp::create(b_, loc_, headVector_, vector);
+    return arith::ExtFOp::create(b_, loc_, VectorType::get({width}, f32_), vector);
   }
   Value loadVector(VectorType type, Value memref, ValueRange indices) {
     return vector::LoadOp::create(b_, loc_, type, memref, indices);
@@ -316,26 +320,31 @@ void AttentionLowering::buildScores(Value j0, Value cols) {
 void AttentionLowering::buildValueUpdate(Value j0, Value cols, Value rowsInUse) {
   int64_t tile = blocking_.queryTile;
   Value c0 = index(0), c1 = index(1);
-  forLoop(c0, rowsInUse, index(tile), [&](Value it) {
-    SmallVector<Value> init;
-    for (int64_t t = 0; t < tile; ++t) {
-      Value row = add(it, index(t));
-      Value alpha = memref::LoadOp::create(b_, loc_, alpha_, row);
-      init.push_back(arith::MulFOp::create(b_, loc_, loadVector(headVector_, acc_, {row, c0}),
-                                           splat(headVector_, alpha)));
-    }
-    SmallVector<Value> rows = forLoop(c0, cols, c1, init, [&](Value j, ValueRange partial) {
-      Value value = readHead(value_, {batch_, add(j0, j), kvCol_});
-      SmallVector<Value> next;
+  for (int64_t first = 0; first < headDim_; first += blocking_.valueChunk) {
+    int64_t width = std::min(blocking_.valueChunk, headDim_ - first);
+    auto chunkVector = VectorType::get({width}, f32_);
+    Value column = index(first);
+    forLoop(c0, rowsInUse, index(tile), [&](Value it) {
+      SmallVector<Value> init;
       for (int64_t t = 0; t < tile; ++t) {
-        Value p = memref::LoadOp::create(b_, loc_, scores_, ValueRange{j, add(it, index(t))});
-        next.push_back(fma(splat(headVector_, p), value, partial[t]));
+        Value row = add(it, index(t));
+        Value alpha = memref::LoadOp::create(b_, loc_, alpha_, row);
+        init.push_back(arith::MulFOp::create(
+            b_, loc_, loadVector(chunkVector, acc_, {row, column}), splat(chunkVector, alpha)));
       }
-      return next;
+      SmallVector<Value> rows = forLoop(c0, cols, c1, init, [&](Value j, ValueRange partial) {
+        Value value = readRow(width, value_, {batch_, add(j0, j), add(kvCol_, column)});
+        SmallVector<Value> next;
+        for (int64_t t = 0; t < tile; ++t) {
+          Value p = memref::LoadOp::create(b_, loc_, scores_, ValueRange{j, add(it, index(t))});
+          next.push_back(fma(splat(chunkVector, p), value, partial[t]));
+        }
+        return next;
+      });
+      for (int64_t t = 0; t < tile; ++t)
+        storeVector(rows[t], acc_, {add(it, index(t)), column});
     });
-    for (int64_t t = 0; t < tile; ++t)
-      storeVector(rows[t], acc_, {add(it, index(t)), c0});
-  });
+  }
 }
 
 Value AttentionLowering::build() {
@@ -498,10 +507,17 @@ struct ConvertMhaAttentionToLoopsPass
       int64_t rows = vectors(heads * positions) * vectorLanes;
       if (heads == 1)
         positions = rows;
-      AttentionBlocking blocking{
-          rows, keyBlock, heads, positions,
-          tileRows(keyBlock, vectors(rows), accumulatorRegisters),
-          tileRows(rows, vectors(op.getHeadDim()), accumulatorRegisters), vectorLanes};
+      // The p.v tile spans at most half the accumulators in width, so that it has two rows.
+      int64_t chunkVectors =
+          std::clamp<int64_t>(accumulatorRegisters / 2, 1, vectors(op.getHeadDim()));
+      AttentionBlocking blocking{rows,
+                                 keyBlock,
+                                 heads,
+                                 positions,
+                                 tileRows(keyBlock, vectors(rows), accumulatorRegisters),
+                                 tileRows(rows, chunkVectors, accumulatorRegisters),
+                                 chunkVectors * vectorLanes,
+                                 vectorLanes};
       OpBuilder builder(op);
       Value result = AttentionLowering(op, builder, blocking).build();
       op.getResult().replaceAllUsesWith(result);

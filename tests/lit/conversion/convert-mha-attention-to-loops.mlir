@@ -1,5 +1,5 @@
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=16 key-block=64}))" | FileCheck %s
-// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=16 key-block=64 vector-lanes=8 accumulator-registers=12}))" | FileCheck %s --check-prefix=AVX2
+// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=16 key-block=64 vector-lanes=8 accumulator-registers=8}))" | FileCheck %s --check-prefix=AVX2
 // RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=0}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
 // RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{accumulator-registers=0}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
 // BAD-OPTION: error: query-block, key-block, vector-lanes and accumulator-registers must be positive
@@ -58,13 +58,18 @@
 // CHECK:         bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK-NOT:     mha.attention
 
-// With AVX2's 8 lanes and 12 accumulator registers: 8 x 8 transposed tiles, 4 key rows x 2 ymm,
-// 1 query row x 8 ymm.
+// With AVX2's 8 lanes and 8 accumulator registers: 8 x 8 transposed tiles, 4 key rows x 2 ymm;
+// the p.v update in two chunks of the head dimension (columns 0 and 32), 2 query rows x 4 ymm.
 // AVX2-LABEL: func.func @attention
 // AVX2:         vector.transpose %{{.*}}, [1, 0] : vector<8x8xf32> to vector<8x8xf32>
 // AVX2:         scf.for %{{.*}} = %c0 to %{{.*}} step %c4
 // AVX2:           scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
-// AVX2:         scf.for %{{.*}} step %c1 iter_args({{.*}}) -> (vector<64xf32>)
+// AVX2:         scf.for %{{.*}} step %c2
+// AVX2:           vector.load %{{.*}}[%{{.*}}, %c0] : memref<16x64xf32>, vector<32xf32>
+// AVX2:           scf.for %{{.*}} step %c1 iter_args({{.*}}) -> (vector<32xf32>, vector<32xf32>)
+// AVX2:         scf.for %{{.*}} step %c2
+// AVX2:           vector.load %{{.*}}[%{{.*}}, %c32] : memref<16x64xf32>, vector<32xf32>
+// AVX2:           scf.for %{{.*}} step %c1 iter_args({{.*}}) -> (vector<32xf32>, vector<32xf32>)
 func.func @attention(%q: tensor<?x100x256xf32>, %k: tensor<?x300x256xf32>, %v: tensor<?x300x256xf32>) -> tensor<?x100x256xf32> {
   %a = mha.attention %q, %k, %v heads(4) kv_heads(4) head_dim(64) scale(0.125) : (tensor<?x100x256xf32>, tensor<?x300x256xf32>, tensor<?x300x256xf32>) -> tensor<?x100x256xf32>
   return %a : tensor<?x100x256xf32>
