@@ -19,6 +19,10 @@
 #include <string.h>
 #include <time.h>
 
+#ifndef __AVX512F__
+#error "panel_gemm is the AVX-512 loop nest: build it with -march=native on an AVX-512 CPU"
+#endif
+
 enum { kTileRows = 256, kTileColumns = 128, kBlock = 128, kPanel = 64, kRows = 6, kRounds = 50 };
 enum { kVectors = kPanel / 16, kBlockLines = kBlock * kPanel / 16 };
 

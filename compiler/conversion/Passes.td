@@ -134,7 +134,9 @@ def PrefetchWeightBlocks : Pass<"mhac-prefetch-weight-blocks", "mlir::func::Func
     tile; it reads, through a subview, a contiguous block of weights that every row tile
     re-reads. The cache tile visits the blocks in memory order, so the next block is the next
     stretch of the same buffer: each row tile prefetches its share of it into L1, one cache
-    line per reduction step, so that the next block's first row tile does not wait on L3.
+    line per reduction step (then its last line again), so that the next block's first row
+    tile does not wait on L3. A step costs one add and one clamp; the rest is computed once
+    per row tile.
     Prefetches stay inside the buffer, which must have the identity layout. Marked loops of
     another shape (a lone leftover tile, whose row loop folded away) get no prefetches. The
     mark is removed.

@@ -70,11 +70,10 @@ Attribute retype(Attribute value) {
 
 /// Ops that only move bits: their bf16 operands and results may be i16 instead.
 bool onlyMovesBits(Operation *op) {
-  return isa<LLVM::LoadOp, LLVM::StoreOp, LLVM::SelectOp, LLVM::InsertValueOp,
-             LLVM::ExtractValueOp, LLVM::InsertElementOp, LLVM::ExtractElementOp,
-             LLVM::ShuffleVectorOp, LLVM::BitcastOp, LLVM::ConstantOp, LLVM::ZeroOp,
-             LLVM::UndefOp, LLVM::PoisonOp, LLVM::MaskedLoadOp, LLVM::MaskedStoreOp,
-             LLVM::BrOp, LLVM::CondBrOp, LLVM::GEPOp>(op);
+  return isa<LLVM::LoadOp, LLVM::StoreOp, LLVM::SelectOp, LLVM::InsertValueOp, LLVM::ExtractValueOp,
+             LLVM::InsertElementOp, LLVM::ExtractElementOp, LLVM::ShuffleVectorOp, LLVM::BitcastOp,
+             LLVM::ConstantOp, LLVM::ZeroOp, LLVM::UndefOp, LLVM::PoisonOp, LLVM::MaskedLoadOp,
+             LLVM::MaskedStoreOp, LLVM::BrOp, LLVM::CondBrOp, LLVM::GEPOp>(op);
 }
 
 struct Bf16AsI16 : impl::Bf16AsI16Base<Bf16AsI16> {

@@ -3,20 +3,26 @@
 // A cache tile's row tiles (6 rows each, 4 tiles) all read the same block of 8 x 64 weights
 // (elements 1536 to 2047 of the buffer, 32 cache lines) through a subview in their reduction
 // loop. Row tile t prefetches lines 8t to 8t + 7 of the next block (from element 2048), one per
-// step, never past the buffer's last element (4095).
+// step, never past its last line nor the buffer's last element (4095): the first element and
+// the limit are computed once per row tile, a step adds one line and clamps.
 // CHECK-LABEL: func.func @shared_block(
 // CHECK-SAME:      %{{.*}}: memref<24x8xf32>, %[[W:.*]]: memref<4x16x64xf32>
 // CHECK:         %[[BLOCK:.*]] = memref.subview %[[W]][1, 8, 0] [1, 8, 64] [1, 1, 1]
 // CHECK:         %[[FLAT:.*]] = memref.reinterpret_cast %[[BLOCK]] to offset: [0], sizes: [4096], strides: [1]
 // CHECK:         scf.for %[[ROW:.*]] = %c0 to %c24 step %c6 {
 // CHECK:           %[[TILE:.*]] = arith.divui %[[ROW]], %c6
-// CHECK:           %[[FIRST:.*]] = arith.muli %[[TILE]], %c8
+// CHECK:           %[[FIRST_LINE:.*]] = arith.muli %[[TILE]], %c8
+// CHECK:           %[[END_LINE:.*]] = arith.addi %[[FIRST_LINE]], %c7
+// CHECK:           %[[LAST_LINE:.*]] = arith.minui %[[END_LINE]], %c31
+// CHECK:           %[[FIRST_OFFSET:.*]] = arith.muli %[[TILE]], %c128
+// CHECK:           %[[FIRST:.*]] = arith.addi %[[FIRST_OFFSET]], %c2048
+// CHECK:           %[[LAST_OFFSET:.*]] = arith.muli %[[LAST_LINE]], %c16
+// CHECK:           %[[LAST:.*]] = arith.addi %[[LAST_OFFSET]], %c2048
+// CHECK:           %[[LIMIT:.*]] = arith.minui %[[LAST]], %c4095
 // CHECK:           scf.for %[[K:.*]] = %c0 to %c8 step %c1 iter_args
-// CHECK:             %[[LINE:.*]] = arith.addi %[[FIRST]], %{{.*}}
-// CHECK:             %[[LAST_LINE:.*]] = arith.minui %[[LINE]], %c31
-// CHECK:             %[[OFFSET:.*]] = arith.muli %[[LAST_LINE]], %c16
-// CHECK:             %[[ELEMENT:.*]] = arith.addi %[[OFFSET]], %c2048
-// CHECK:             %[[INSIDE:.*]] = arith.minui %[[ELEMENT]], %c4095
+// CHECK:             %[[STEP_OFFSET:.*]] = arith.muli %[[K]], %c16
+// CHECK:             %[[ELEMENT:.*]] = arith.addi %[[FIRST]], %[[STEP_OFFSET]]
+// CHECK:             %[[INSIDE:.*]] = arith.minui %[[ELEMENT]], %[[LIMIT]]
 // CHECK:             memref.prefetch %[[FLAT]][%[[INSIDE]]], read, locality<3>, data
 // CHECK:             vector.transfer_read
 // CHECK-NOT:     mhac.weight_stream
