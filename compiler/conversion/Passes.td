@@ -66,8 +66,8 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
     block of scores and one block of accumulators. Both products are register tiles of outer
     products (broadcast scalar times vector) sized to fill `accumulator-registers` vector
     registers of `vector-lanes` f32 lanes; the p.v tile spans at most half of them in width,
-    updating the head dimension in chunks, so that each value vector it loads feeds two rows. Key blocks past a row block's causal limit or past
-    `kv_lens[b]` are not visited. With grouped-query heads, a block's rows are positions of
+    updating the head dimension in chunks, so that each value vector it loads feeds two rows.
+    Key blocks past a row block's causal limit or past `kv_lens[b]` are not visited. With grouped-query heads, a block's rows are positions of
     every query head of a group (`query-block / G` of each), so each key and value block is
     read once for all the heads that share it.
   }];

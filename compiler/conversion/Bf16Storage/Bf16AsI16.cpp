@@ -28,9 +28,8 @@ namespace {
 /// `type` with every bf16 in it (as a scalar, a vector element or an array element) replaced by
 /// i16; null when it holds no bf16.
 Type retype(Type type) {
-  MLIRContext *ctx = type.getContext();
   if (type.isBF16())
-    return IntegerType::get(ctx, 16);
+    return IntegerType::get(type.getContext(), 16);
   if (auto vector = dyn_cast<VectorType>(type)) {
     Type element = retype(vector.getElementType());
     return element ? vector.clone(element) : Type();
@@ -38,18 +37,6 @@ Type retype(Type type) {
   if (auto array = dyn_cast<LLVM::LLVMArrayType>(type)) {
     Type element = retype(array.getElementType());
     return element ? LLVM::LLVMArrayType::get(element, array.getNumElements()) : Type();
-  }
-  if (auto structure = dyn_cast<LLVM::LLVMStructType>(type)) {
-    if (structure.isIdentified())
-      return {};
-    bool changed = false;
-    SmallVector<Type> fields;
-    for (Type field : structure.getBody()) {
-      Type retyped = retype(field);
-      changed |= static_cast<bool>(retyped);
-      fields.push_back(retyped ? retyped : field);
-    }
-    return changed ? LLVM::LLVMStructType::getLiteral(ctx, fields, structure.isPacked()) : Type();
   }
   return {};
 }
