@@ -133,10 +133,10 @@ def PrefetchWeightBlocks : Pass<"mhac-prefetch-weight-blocks", "mlir::func::Func
     reduction loop of a register tile, directly inside the loop over the row tiles of a cache
     tile; it reads, through a subview, a contiguous block of weights that every row tile
     re-reads. The cache tile visits the blocks in memory order, so the next block is the next
-    stretch of the same buffer: each row tile prefetches its share of it into L1, one cache
-    line per reduction step (then its last line again), so that the next block's first row
-    tile does not wait on L3. A step costs one add and one clamp; the rest is computed once
-    per row tile.
+    stretch of the same buffer: each row tile prefetches its share of it into L1, in a loop of
+    its own just before its reduction (whose steps keep only their loads and FMAs), so that
+    the next block's first row tile does not wait on L3. A row tile whose reduction was
+    unrolled with a remainder loop prefetches its share once.
     Prefetches stay inside the buffer, which must have the identity layout. Marked loops of
     another shape (a lone leftover tile, whose row loop folded away) get no prefetches. The
     mark is removed.

@@ -24,6 +24,8 @@ struct ProjectionSchedule {
   std::array<int64_t, 3> registerTile = {6, 64, 1};
   /// Inside a cache tile, the reduction is split into blocks of this many input features.
   int64_t reductionBlock = 128;
+  /// A panel register tile's reduction loop does this many steps per iteration (unrolled).
+  int64_t reductionUnroll = 4;
 };
 
 /// Blocking of attention (see convert-mha-attention-to-loops).
@@ -49,8 +51,8 @@ Schedule defaultSchedule(const CpuTarget &target);
 std::string buildTilingScript(const Schedule &schedule);
 
 /// The transform-dialect script that finishes the vector code after bufferization: keeps the
-/// register tiles' accumulators in registers across the reduction loop and lowers the vector
-/// ops to the forms LLVM handles best.
+/// register tiles' accumulators in registers across the reduction loop, lowers the vector
+/// ops to the forms LLVM handles best and unrolls the panel register tiles' reductions.
 std::string buildVectorLoweringScript(const Schedule &schedule);
 
 } // namespace mhac

@@ -6,7 +6,8 @@
 // every row tile of a block re-reads the same block. The first row tile of each block would wait
 // for it to arrive from L3 (the hardware prefetchers stop at every 4 KiB page), so each row tile
 // prefetches a slice of the block that comes next: by the time the last row tile finishes, the
-// next block is in L1. One prefetch per reduction step, spread evenly over the row tiles.
+// next block is in L1. The prefetches run in a loop of their own before the row tile's
+// reduction, which is left with nothing but its loads and FMAs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace mhac {
 #define GEN_PASS_DEF_PREFETCHWEIGHTBLOCKS
@@ -57,9 +59,13 @@ struct PrefetchWeightBlocksPass : impl::PrefetchWeightBlocksBase<PrefetchWeightB
       if (loop->hasAttr(kWeightStreamAttr))
         streams.push_back(loop);
     });
+    // A reduction unrolled by a factor that does not divide it leaves a second marked loop
+    // (its remainder) under the same row tile: the row tile's share is prefetched once.
+    llvm::SmallPtrSet<Operation *, 8> prefetchedRows;
     for (scf::ForOp stream : streams) {
       stream->removeAttr(kWeightStreamAttr);
-      prefetchNextBlock(stream);
+      if (prefetchedRows.insert(stream->getParentOp()).second)
+        prefetchNextBlock(stream);
     }
   }
 
@@ -102,43 +108,32 @@ struct PrefetchWeightBlocksPass : impl::PrefetchWeightBlocksBase<PrefetchWeightB
     Value nextBlock = arith::AddIOp::create(b, loc, metadata.getOffset(), index(blockElements));
     Value last = arith::SubIOp::create(b, loc, extent, index(1));
 
-    // Row tile t of T prefetches lines [t * per, (t + 1) * per) of the next block, per =
-    // ceil(lines / T): one line per reduction step from its first one, then (where per < steps)
-    // the last one again, which is already in L1. Everything but one add and one clamp per step
-    // is computed once per row tile: the kernel's steps are a dozen FMAs, and on AVX2 the
-    // earlier per-step division and two clamps were as many scalar instructions as FMAs.
+    // Row tile t of T prefetches lines [t * per, min((t + 1) * per, lines)) of the next block,
+    // per = ceil(lines / T), in a loop of its own just before its reduction: the reduction's
+    // steps are a dozen FMAs each, and a prefetch inside them (with its address arithmetic)
+    // cost as many scalar instructions as FMAs on AVX2, and issued the row tile's last line
+    // again for every step past its share.
     Value tiles =
         ceilDiv(b, loc, arith::SubIOp::create(b, loc, rows.getUpperBound(), rows.getLowerBound()),
                 rows.getStep());
     tiles = arith::MaxUIOp::create(b, loc, tiles, index(1));
     Value perTile = ceilDiv(b, loc, lines, tiles);
-    Value lineElementsValue = index(lineElements);
 
-    b.setInsertionPointToStart(rows.getBody());
+    b.setInsertionPoint(stream);
     Value tile = arith::DivUIOp::create(
         b, loc, arith::SubIOp::create(b, loc, rows.getInductionVar(), rows.getLowerBound()),
         rows.getStep());
     Value firstLine = arith::MulIOp::create(b, loc, tile, perTile);
-    Value lastLine = arith::MinUIOp::create(
-        b, loc,
-        arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, firstLine, perTile), index(1)),
-        arith::SubIOp::create(b, loc, lines, index(1)));
-    auto elementOf = [&](Value line) -> Value {
-      return arith::AddIOp::create(b, loc, nextBlock,
-                                   arith::MulIOp::create(b, loc, line, lineElementsValue));
-    };
-    Value first = elementOf(firstLine);
-    Value limit = arith::MinUIOp::create(b, loc, elementOf(lastLine), last);
-
-    b.setInsertionPointToStart(stream.getBody());
-    Value step = arith::DivUIOp::create(
-        b, loc, arith::SubIOp::create(b, loc, stream.getInductionVar(), stream.getLowerBound()),
-        stream.getStep());
+    Value endLine =
+        arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, firstLine, perTile), lines);
+    auto prefetches = scf::ForOp::create(b, loc, firstLine, endLine, index(1));
+    b.setInsertionPointToStart(prefetches.getBody());
     Value element = arith::MinUIOp::create(
         b, loc,
-        arith::AddIOp::create(b, loc, first,
-                              arith::MulIOp::create(b, loc, step, lineElementsValue)),
-        limit);
+        arith::AddIOp::create(
+            b, loc, nextBlock,
+            arith::MulIOp::create(b, loc, prefetches.getInductionVar(), index(lineElements))),
+        last);
     memref::PrefetchOp::create(b, loc, flat, ValueRange{element}, /*isWrite=*/false,
                                /*localityHint=*/3, /*isDataCache=*/true);
   }

@@ -2,9 +2,9 @@
 
 // A cache tile's row tiles (6 rows each, 4 tiles) all read the same block of 8 x 64 weights
 // (elements 1536 to 2047 of the buffer, 32 cache lines) through a subview in their reduction
-// loop. Row tile t prefetches lines 8t to 8t + 7 of the next block (from element 2048), one per
-// step, never past its last line nor the buffer's last element (4095): the first element and
-// the limit are computed once per row tile, a step adds one line and clamps.
+// loop. Row tile t prefetches lines 8t to 8t + 7 of the next block (from element 2048), never
+// past the buffer's last element (4095), in a loop of its own before its reduction, which keeps
+// only its loads and FMAs.
 // CHECK-LABEL: func.func @shared_block(
 // CHECK-SAME:      %{{.*}}: memref<24x8xf32>, %[[W:.*]]: memref<4x16x64xf32>
 // CHECK:         %[[BLOCK:.*]] = memref.subview %[[W]][1, 8, 0] [1, 8, 64] [1, 1, 1]
@@ -12,19 +12,18 @@
 // CHECK:         scf.for %[[ROW:.*]] = %c0 to %c24 step %c6 {
 // CHECK:           %[[TILE:.*]] = arith.divui %[[ROW]], %c6
 // CHECK:           %[[FIRST_LINE:.*]] = arith.muli %[[TILE]], %c8
-// CHECK:           %[[END_LINE:.*]] = arith.addi %[[FIRST_LINE]], %c7
-// CHECK:           %[[LAST_LINE:.*]] = arith.minui %[[END_LINE]], %c31
-// CHECK:           %[[FIRST_OFFSET:.*]] = arith.muli %[[TILE]], %c128
-// CHECK:           %[[FIRST:.*]] = arith.addi %[[FIRST_OFFSET]], %c2048
-// CHECK:           %[[LAST_OFFSET:.*]] = arith.muli %[[LAST_LINE]], %c16
-// CHECK:           %[[LAST:.*]] = arith.addi %[[LAST_OFFSET]], %c2048
-// CHECK:           %[[LIMIT:.*]] = arith.minui %[[LAST]], %c4095
-// CHECK:           scf.for %[[K:.*]] = %c0 to %c8 step %c1 iter_args
-// CHECK:             %[[STEP_OFFSET:.*]] = arith.muli %[[K]], %c16
-// CHECK:             %[[ELEMENT:.*]] = arith.addi %[[FIRST]], %[[STEP_OFFSET]]
-// CHECK:             %[[INSIDE:.*]] = arith.minui %[[ELEMENT]], %[[LIMIT]]
+// CHECK:           %[[NEXT_SHARE:.*]] = arith.addi %[[FIRST_LINE]], %c8
+// CHECK:           %[[END_LINE:.*]] = arith.minui %[[NEXT_SHARE]], %c32
+// CHECK:           scf.for %[[LINE:.*]] = %[[FIRST_LINE]] to %[[END_LINE]] step %c1 {
+// CHECK:             %[[LINE_OFFSET:.*]] = arith.muli %[[LINE]], %c16
+// CHECK:             %[[ELEMENT:.*]] = arith.addi %[[LINE_OFFSET]], %c2048
+// CHECK:             %[[INSIDE:.*]] = arith.minui %[[ELEMENT]], %c4095
 // CHECK:             memref.prefetch %[[FLAT]][%[[INSIDE]]], read, locality<3>, data
+// CHECK:           }
+// CHECK:           scf.for %[[K:.*]] = %c0 to %c8 step %c1 iter_args
+// CHECK-NOT:         memref.prefetch
 // CHECK:             vector.transfer_read
+// CHECK:             vector.fma
 // CHECK-NOT:     mhac.weight_stream
 func.func @shared_block(%x: memref<24x8xf32>, %w: memref<4x16x64xf32>, %out: memref<24x64xf32>) {
   %c0 = arith.constant 0 : index
@@ -51,6 +50,55 @@ func.func @shared_block(%x: memref<24x8xf32>, %w: memref<4x16x64xf32>, %out: mem
       scf.yield %next : vector<6x64xf32>
     } {mhac.weight_stream}
     vector.transfer_write %sum, %out[%row, %c0] : vector<6x64xf32>, memref<24x64xf32>
+  }
+  return
+}
+
+// -----
+
+// A reduction unrolled by a factor that does not divide it (10 steps by 4) leaves two marked
+// loops in the row tile: its share of the next block is prefetched once, before the first.
+// CHECK-LABEL: func.func @unrolled_with_remainder(
+// CHECK:         scf.for %{{.*}} = %c0 to %c24 step %c6 {
+// CHECK:           scf.for
+// CHECK:             memref.prefetch
+// CHECK:           scf.for %{{.*}} = %c0 to %c8 step %c4 iter_args
+// CHECK-NOT:       memref.prefetch
+// CHECK:           scf.for %{{.*}} = %c8 to %c10 step %c1 iter_args
+// CHECK-NOT:     memref.prefetch
+// CHECK-NOT:     mhac.weight_stream
+func.func @unrolled_with_remainder(%x: memref<24x10xf32>, %w: memref<2x10x64xf32>, %out: memref<24x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c10 = arith.constant 10 : index
+  %c6 = arith.constant 6 : index
+  %c24 = arith.constant 24 : index
+  %zero = arith.constant 0.0 : f32
+  %block = memref.subview %w[0, 0, 0] [1, 10, 64] [1, 1, 1]
+      : memref<2x10x64xf32> to memref<1x10x64xf32, strided<[640, 64, 1]>>
+  scf.for %row = %c0 to %c24 step %c6 {
+    %acc = vector.transfer_read %out[%row, %c0], %zero : memref<24x64xf32>, vector<6x64xf32>
+    %main = scf.for %k = %c0 to %c8 step %c4 iter_args(%a = %acc) -> (vector<6x64xf32>) {
+      %slice = memref.subview %block[0, %k, 0] [1, 1, 64] [1, 1, 1]
+          : memref<1x10x64xf32, strided<[640, 64, 1]>> to memref<1x64xf32, strided<[640, 1], offset: ?>>
+      %b = vector.transfer_read %slice[%c0, %c0], %zero
+          : memref<1x64xf32, strided<[640, 1], offset: ?>>, vector<64xf32>
+      %bs = vector.broadcast %b : vector<64xf32> to vector<6x64xf32>
+      %next = arith.addf %a, %bs : vector<6x64xf32>
+      scf.yield %next : vector<6x64xf32>
+    } {mhac.weight_stream}
+    %rest = scf.for %k = %c8 to %c10 step %c1 iter_args(%a = %main) -> (vector<6x64xf32>) {
+      %slice = memref.subview %block[0, %k, 0] [1, 1, 64] [1, 1, 1]
+          : memref<1x10x64xf32, strided<[640, 64, 1]>> to memref<1x64xf32, strided<[640, 1], offset: ?>>
+      %b = vector.transfer_read %slice[%c0, %c0], %zero
+          : memref<1x64xf32, strided<[640, 1], offset: ?>>, vector<64xf32>
+      %bs = vector.broadcast %b : vector<64xf32> to vector<6x64xf32>
+      %next = arith.addf %a, %bs : vector<6x64xf32>
+      scf.yield %next : vector<6x64xf32>
+    } {mhac.weight_stream}
+    vector.transfer_write %rest, %out[%row, %c0] : vector<6x64xf32>, memref<24x64xf32>
   }
   return
 }
