@@ -1,9 +1,14 @@
 """Benchmarks mhac against its peers on the shapes of issue 5, in one run, alternating them.
 
-Each (shape, threads) is measured in ROUNDS rounds; in each round every contender runs CALLS
-timed calls after a warm-up in a fresh process and reports its median; the table shows the
-median over rounds. The starting contender rotates between rounds, so that slow drifts of a
-noisy machine spread over everybody. The f32 FMA peak is measured in the same run (bench/peak.c).
+Every (shape, threads) row is measured in ROUNDS rounds, and the rounds are the outer loop: a
+round measures every row once, so a row's rounds lie minutes apart and a slow phase of a shared
+machine (minutes long on the VMs we measured) weighs on one of them, not on all. Within a
+round, every contender of a row runs CALLS timed calls after a warm-up in a fresh process and
+reports its median, back to back, starting with a different contender each round. The table
+shows each contender's median over rounds; `best peer / mhac` is the median over rounds of the
+ratio between the best peer (lowest median) and mhac in the same round, a paired comparison of
+two measurements taken seconds apart. The f32 FMA peak is measured in the same run
+(bench/peak.c).
 
 Peers on OpenMP run with OMP_WAIT_POLICY=passive and =active in every round, keeping the faster:
 passive is best where an OpenMP runtime shares the cores with a BLAS's own threads (Debian's
@@ -137,38 +142,49 @@ def main():
           ", ".join("%.0f GFLOP/s on %d thread%s" % (peak[t], t, "s" if t > 1 else "")
                     for t in thread_counts))
     print()
+    rows = [(shape, threads) for shape in SHAPES for threads in thread_counts]
+    samples = {row: {peer: [None] * args.rounds for peer in peers} for row in rows}
+    errors = {row: {} for row in rows}
+    for round in range(args.rounds):
+        order = peers[round % len(peers):] + peers[:round % len(peers)]
+        for row in rows:
+            shape, threads = row
+            for peer in order:
+                if peer in errors[row]:
+                    continue
+                ms, error = run_once(peer, shape, threads, args.calls, args)
+                if ms is None:
+                    errors[row][peer] = error
+                else:
+                    samples[row][peer][round] = ms
+        print("round %d of %d done" % (round + 1, args.rounds), file=sys.stderr, flush=True)
+
     print("| B, S, D, H | threads | contender | median ms | GFLOP/s | of peak | best peer / mhac |")
     print("|---|---|---|---|---|---|---|")
-    for shape in SHAPES:
-        for threads in thread_counts:
-            samples = {peer: [] for peer in peers}
-            errors = {}
-            for round in range(args.rounds):
-                order = peers[round % len(peers):] + peers[:round % len(peers)]
-                for peer in order:
-                    if peer in errors:
-                        continue
-                    ms, error = run_once(peer, shape, threads, args.calls, args)
-                    if ms is None:
-                        errors[peer] = error
-                    else:
-                        samples[peer].append(ms)
-            medians = {peer: statistics.median(v) for peer, v in samples.items() if v}
-            best_peer = min((ms for peer, ms in medians.items() if peer != "mhac"), default=None)
-            b, s, d, h, causal = shape
-            label = "%d, %d, %d, %d%s" % (b, s, d, h, " causal" if causal else "")
-            for peer in peers:
-                if peer not in medians:
-                    print("| %s | %d | %s | n/a (%s) | | | |" % (label, threads, peer,
-                                                              errors.get(peer, "no result")[:60]))
-                    continue
-                ms = medians[peer]
-                gflops = flops(*shape) / (ms * 1e-3) * 1e-9
-                ratio = ("%.2f" % (best_peer / ms)) if peer == "mhac" and best_peer else ""
-                print("| %s | %d | %s | %.2f | %.1f | %.0f%% | %s |" % (
-                    label, threads, peer, ms, gflops, 100 * gflops / peak[threads], ratio))
-            sys.stdout.flush()
-
+    for row in rows:
+        shape, threads = row
+        measured = {peer: [ms for ms in v if ms is not None] for peer, v in samples[row].items()}
+        medians = {peer: statistics.median(v) for peer, v in measured.items() if v}
+        peer_medians = {peer: ms for peer, ms in medians.items() if peer != "mhac"}
+        best_peer = min(peer_medians, key=peer_medians.get) if peer_medians else None
+        ratio = ""
+        if best_peer and "mhac" in medians:
+            paired = [theirs / ours for theirs, ours
+                      in zip(samples[row][best_peer], samples[row]["mhac"])
+                      if theirs is not None and ours is not None]
+            ratio = "%.2f (%s)" % (statistics.median(paired), best_peer) if paired else ""
+        b, s, d, h, causal = shape
+        label = "%d, %d, %d, %d%s" % (b, s, d, h, " causal" if causal else "")
+        for peer in peers:
+            if peer not in medians:
+                print("| %s | %d | %s | n/a (%s) | | | |" % (label, threads, peer,
+                                                          errors[row].get(peer, "no result")[:60]))
+                continue
+            ms = medians[peer]
+            gflops = flops(*shape) / (ms * 1e-3) * 1e-9
+            print("| %s | %d | %s | %.2f | %.1f | %.0f%% | %s |" % (
+                label, threads, peer, ms, gflops, 100 * gflops / peak[threads],
+                ratio if peer == "mhac" else ""))
 
 if __name__ == "__main__":
     main()
