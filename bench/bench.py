@@ -3,8 +3,9 @@
 Every (shape, threads) row is measured in ROUNDS rounds, and the rounds are the outer loop: a
 round measures every row once, so a row's rounds lie minutes apart and a slow phase of a shared
 machine (minutes long on the VMs we measured) weighs on one of them, not on all. Within a
-round, every contender of a row runs CALLS timed calls after a warm-up in a fresh process and
-reports its median, back to back, starting with a different contender each round. The table
+round, every contender of a row runs CALLS timed calls (more for small shapes: enough for
+MIN_GFLOP of work, so that each measurement spans a few hundred milliseconds, not one slow
+instant) after a warm-up in a fresh process and reports its median, back to back, starting with a different contender each round. The table
 shows each contender's median over rounds; `best peer / mhac` is the median over rounds of the
 ratio between the best peer (lowest median) and mhac in the same round, a paired comparison of
 two measurements taken seconds apart. The f32 FMA peak is measured in the same run
@@ -16,9 +17,11 @@ PyTorch), active where OpenMP regions follow each other closely (oneDNN primitiv
 peer is measured at its best.
 
 usage: bench.py --mhac-run MHA_RUN --modules DIR --peers-dir DIR --python PY
-                [--torch-python PY] [--rounds N] [--calls N] [--threads 1,2] [--only PEER,...]
+                [--torch-python PY] [--rounds N] [--calls N] [--min-gflop G] [--threads 1,2]
+                [--only PEER,...]
 """
 import argparse
+import math
 import os
 import re
 import statistics
@@ -131,6 +134,7 @@ def main():
     p.add_argument("--torch-python", default=sys.executable)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--calls", type=int, default=10)
+    p.add_argument("--min-gflop", type=float, default=20.0)
     p.add_argument("--threads", default="1,2")
     p.add_argument("--only", default=",".join(PEERS))
     args = p.parse_args()
@@ -152,7 +156,8 @@ def main():
             for peer in order:
                 if peer in errors[row]:
                     continue
-                ms, error = run_once(peer, shape, threads, args.calls, args)
+                calls = max(args.calls, math.ceil(args.min_gflop * 1e9 / flops(*shape)))
+                ms, error = run_once(peer, shape, threads, calls, args)
                 if ms is None:
                     errors[row][peer] = error
                 else:
