@@ -5,11 +5,11 @@ round measures every row once, so a row's rounds lie minutes apart and a slow ph
 machine (minutes long on the VMs we measured) weighs on one of them, not on all. Within a
 round, every contender of a row runs CALLS timed calls (more for small shapes: enough for
 MIN_GFLOP of work, so that each measurement spans a few hundred milliseconds, not one slow
-instant) after a warm-up in a fresh process and reports its median, back to back, starting with a different contender each round. The table
-shows each contender's median over rounds; `best peer / mhac` is the median over rounds of the
-ratio between the best peer (lowest median) and mhac in the same round, a paired comparison of
-two measurements taken seconds apart. The f32 FMA peak is measured in the same run
-(bench/peak.c).
+instant) after a warm-up in a fresh process and reports its median, back to back, starting
+with a different contender each round. The table shows each contender's median over rounds;
+`best peer / mhac` is the median over rounds of the ratio between the best peer (lowest median)
+and mhac in the same round, a paired comparison of two measurements taken seconds apart. The
+f32 FMA peak is measured in the same run (bench/peak.c).
 
 Peers on OpenMP run with OMP_WAIT_POLICY=passive and =active in every round, keeping the faster:
 passive is best where an OpenMP runtime shares the cores with a BLAS's own threads (Debian's

@@ -10,9 +10,9 @@
  * before they sleep on a condition variable.
  * A layer runs its loops back to back, and waking a sleeping thread costs tens of microseconds
  * on the machines we measured; a spinning worker joins the next loop within about one. The
- * calling thread works too, and waits for stragglers by spinning briefly, then sleeping. One loop runs at a time (loops from several application
- * threads are serialized); a loop started inside an iteration runs inline, which also makes
- * nesting safe.
+ * calling thread works too, and waits for stragglers by spinning briefly, then sleeping. One
+ * loop runs at a time (loops from several application threads are serialized); a loop started
+ * inside an iteration runs inline, which also makes nesting safe.
  *
  *===----------------------------------------------------------------------===*/
 
