@@ -191,5 +191,6 @@ def main():
                 label, threads, peer, ms, gflops, 100 * gflops / peak[threads],
                 ratio if peer == "mhac" else ""))
 
+
 if __name__ == "__main__":
     main()
