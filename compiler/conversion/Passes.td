@@ -65,11 +65,12 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
     `[S, Skv]` score matrix exists; the scratch memory is the block's transposed queries, one
     block of scores and one block of accumulators. Both products are register tiles of outer
     products (broadcast scalar times vector) sized to fill `accumulator-registers` vector
-    registers of `vector-lanes` f32 lanes; the p.v tile spans at most half of them in width,
-    updating the head dimension in chunks, so that each value vector it loads feeds two rows.
-    Key blocks past a row block's causal limit or past `kv_lens[b]` are not visited. With grouped-query heads, a block's rows are positions of
-    every query head of a group (`query-block / G` of each), so each key and value block is
-    read once for all the heads that share it.
+    registers of `vector-lanes` f32 lanes, each tile row `tile-vectors` vectors wide: the
+    scores in chunks of the block's queries, the p.v update in chunks of the head dimension.
+    Key blocks past a row block's causal limit or past `kv_lens[b]` are not visited. With
+    grouped-query heads, a block's rows are positions of every query head of a group
+    (`query-block / G` of each), so each key and value block is read once for all the heads
+    that share it.
   }];
   let options = [
     Option<"queryBlock", "query-block", "int64_t", /*default=*/"64",
@@ -80,6 +81,8 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
            "f32 lanes of one vector register of the target">,
     Option<"accumulatorRegisters", "accumulator-registers", "int64_t", /*default=*/"24",
            "Vector registers a register tile's accumulators may take">,
+    Option<"tileVectors", "tile-vectors", "int64_t", /*default=*/"4",
+           "Vectors in a register tile's row (the rest of the accumulators are rows)">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

@@ -57,7 +57,7 @@ LogicalResult lowerMhaToLinalg(ModuleOp module, const Schedule &schedule) {
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   funcPm.addPass(createConvertMhaAttentionToLoops(ConvertMhaAttentionToLoopsOptions{
       schedule.attention.queryBlock, schedule.attention.keyBlock, schedule.attention.vectorLanes,
-      schedule.attention.accumulatorRegisters}));
+      schedule.attention.accumulatorRegisters, schedule.attention.tileVectors}));
   funcPm.addPass(createCanonicalizerPass());
   funcPm.addPass(createCSEPass());
   return pm.run(module);

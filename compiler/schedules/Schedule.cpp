@@ -23,20 +23,23 @@ Schedule defaultSchedule(const CpuTarget &target) {
   // 256 KiB to 1 MiB; Zen 3: 512 KiB) 72 rows keep them in L2 up to K = 1024 (288 KiB), where
   // 256 rows (768 KiB at K = 768) came from L3 for every panel. A multiple of 6, so no tile has
   // edge rows but the last. cachegrind, Zen 3's L2, (1, 512, 768, 12): 17.3M -> 5.9M misses.
-  // Attention's score tiles span the query block in vectors: 64 queries are 4 zmm registers a
-  // row, 6 rows of keys fill 24 of them. On AVX2, 32 queries are 4 ymm registers and 2 rows of
-  // keys fill 8: the 4 query vectors and the broadcast key stay in registers too (with 3 rows,
-  // 17 registers were live and two spilled every step). With 8 accumulators the p.v tile takes
-  // half the head dimension (4 vectors) for 2 query rows, each loaded value vector feeding two
-  // FMAs (llvm-mca, znver3: 1.98 FMAs a cycle, against 1.77 for one row of the whole head).
-  // Blocks of 64 keys keep a block of scores and the query block's accumulators (8 KiB each)
-  // in Zen 3's 32 KiB L1 beside the keys or values they stream.
+  // Attention's two products are register tiles too. On AVX-512 a tile row is 4 zmm: the score
+  // tile is 6 keys x the block's 64 queries, the p.v tile 4 query rows x the head of 64. On AVX2
+  // both are the projections' 6 x 16 (6 rows x 2 ymm, 12 accumulators, 2 loads and 6
+  // broadcasts per 12 FMAs): 6 keys x a 16-query chunk of the block, 6 query rows x 16 columns
+  // of the head. The tiles they replaced, 2 x 32 (8 accumulators, 6 loads per 8 FMAs, each
+  // accumulator's FMAs a latency apart), ran both products at 63 GFLOP/s in a C copy of the two
+  // loop nests, the 6 x 16 tiles at 76 (bench/micro/attention_tiles.c, clang, Zen 3). Blocks of
+  // 48 queries and 48 keys are multiples of 6 rows and of 8 lanes; their scratch (queries 12
+  // KiB, scores 9, accumulators 12) stays about Zen 3's 32 KiB L1 wide. Zen 3 VM, 1 thread,
+  // medians of 6-8 rounds, old -> new: (1, 512, 768, 12) 53.4 -> 52.0 ms, (8, 128, 768, 12)
+  // 81.6 -> 77.8, (1, 197, 768, 12) 17.4 -> 16.6, (1, 2048, 768, 12) causal 272 -> 265.
   // The defaults of ProjectionSchedule and AttentionSchedule are AVX-512's.
   if (target.vectorBits < 512) {
     schedule.projection.cacheTile = {72, 128};
     schedule.projection.registerTile = {6, 16, 1};
-    schedule.attention = {/*queryBlock=*/32, /*keyBlock=*/64, /*vectorLanes=*/8,
-                          /*accumulatorRegisters=*/8};
+    schedule.attention = {/*queryBlock=*/48, /*keyBlock=*/48, /*vectorLanes=*/8,
+                          /*accumulatorRegisters=*/12, /*tileVectors=*/2};
   }
   return schedule;
 }

@@ -36,6 +36,9 @@ struct AttentionSchedule {
   /// accumulators may fill (the rest hold the loaded and broadcast operands).
   int64_t vectorLanes = 16;
   int64_t accumulatorRegisters = 24;
+  /// Vectors in a register tile's row: the score tile spans this many of the query block, the
+  /// p.v tile this many of the head.
+  int64_t tileVectors = 4;
 };
 
 struct Schedule {

@@ -84,9 +84,10 @@ struct AttentionBlocking {
   int64_t heads, positions;
   /// Rows of the score tile (keys) and of the p.v tile (query rows).
   int64_t keyTile, queryTile;
+  /// Columns of the score tile: the block's queries are scored in chunks this wide.
+  int64_t queryChunk;
   /// Columns of the p.v tile: the head dimension is updated in chunks this wide (the last one
-  /// may be narrower), so that a tile has at least two rows and each value vector it loads
-  /// feeds two FMAs or more.
+  /// may be narrower).
   int64_t valueChunk;
   /// f32 lanes of a vector register: the side of the square tiles the queries are transposed in.
   int64_t lanes;
@@ -98,7 +99,7 @@ public:
   AttentionLowering(mha::AttentionOp op, OpBuilder &b, AttentionBlocking blocking)
       : op_(op), b_(b), loc_(op.getLoc()), blocking_(blocking), headDim_(op.getHeadDim()),
         f32_(b.getF32Type()), elementType_(op.getQuery().getType().getElementType()),
-        queryVector_(VectorType::get({blocking.queryBlock}, f32_)),
+        laneVector_(VectorType::get({blocking.lanes}, f32_)),
         headVector_(VectorType::get({headDim_}, f32_)) {}
 
   /// Emits the loops and returns the tensor holding the result.
@@ -179,7 +180,7 @@ private:
   AttentionBlocking blocking_;
   int64_t headDim_;
   Type f32_, elementType_;
-  VectorType queryVector_, headVector_;
+  VectorType laneVector_, headVector_;
   // Inputs, and what every iteration of the parallel loop shares.
   Value key_, value_, batch_, kvCol_, qCol_, i0_, diagonal_, lastKey_;
   // Scratch of one parallel iteration.
@@ -224,7 +225,8 @@ void AttentionLowering::buildQueryTranspose(Value query, Value rows) {
       blocking_.heads * blocking_.positions != blocking_.queryBlock) {
     // Element by element, zero in the columns of rows past the end and of padding rows.
     forLoop(c0, dh, c1, [&](Value d) {
-      storeVector(splat(queryVector_, f32(0)), queryT_, {d, c0});
+      for (int64_t r = 0; r < blocking_.queryBlock; r += lanes)
+        storeVector(splat(laneVector_, f32(0)), queryT_, {d, index(r)});
     });
     forEachRow(rows, [&](Value r, Value position, Value column) {
       Value row = add(i0_, position);
@@ -266,55 +268,67 @@ void AttentionLowering::buildQueryTranspose(Value query, Value rows) {
 }
 
 void AttentionLowering::buildScores(Value j0, Value cols) {
-  int64_t tile = blocking_.keyTile;
+  int64_t tile = blocking_.keyTile, chunk = blocking_.queryChunk;
   Value c0 = index(0), c1 = index(1);
-  Value negInf = splat(queryVector_, f32(-std::numeric_limits<double>::infinity()));
-  // The position of each lane's query row within the block.
-  auto laneType = VectorType::get({blocking_.queryBlock}, b_.getI32Type());
-  SmallVector<int32_t> lanes(blocking_.queryBlock);
-  for (int64_t i = 0; i < blocking_.queryBlock; ++i)
-    lanes[i] = static_cast<int32_t>(i % blocking_.positions);
-  Value lanePosition =
-      arith::ConstantOp::create(b_, loc_, DenseIntElementsAttr::get(laneType, lanes));
+  auto chunkVector = VectorType::get({chunk}, f32_);
+  auto laneType = VectorType::get({chunk}, b_.getI32Type());
+  Value negInf = splat(chunkVector, f32(-std::numeric_limits<double>::infinity()));
+  SmallVector<int32_t> offsets(chunk);
+  std::iota(offsets.begin(), offsets.end(), 0);
+  Value laneOffsets =
+      arith::ConstantOp::create(b_, loc_, DenseIntElementsAttr::get(laneType, offsets));
 
   // Tiles up to the last valid key (a short or last block needs fewer than KB / tile of them).
   Value tileSize = index(tile);
   Value keysInUse = mul(arith::CeilDivSIOp::create(b_, loc_, cols, tileSize), tileSize);
-  forLoop(c0, keysInUse, tileSize, [&](Value jt) {
-    // The key rows of this tile; rows past the block are clamped to a row that exists and
-    // masked below.
-    SmallVector<Value> keyRows;
-    for (int64_t t = 0; t < tile; ++t)
-      keyRows.push_back(minIndex(add(add(j0, jt), index(t)), lastKey_));
-    Value zero = splat(queryVector_, f32(0));
-    SmallVector<Value> init(tile, zero);
-    SmallVector<Value> sums = forLoop(
-        c0, index(headDim_), c1, init, [&](Value d, ValueRange partial) {
-          Value queries = loadVector(queryVector_, queryT_, {d, c0});
-          Value column = add(kvCol_, d);
-          SmallVector<Value> next;
-          for (int64_t t = 0; t < tile; ++t) {
-            Value key = loadScalar(key_, {batch_, keyRows[t], column});
-            next.push_back(fma(splat(queryVector_, key), queries, partial[t]));
-          }
-          return next;
-        });
-    // The query at position i0 + p sees key j when j < cols and, if causal,
-    // j0 + j <= i0 + p + diagonal: the valid lanes are those at positions from `first` on.
-    for (int64_t t = 0; t < tile; ++t) {
-      Value j = add(jt, index(t));
-      Value first = index(0);
-      if (op_.getCausal())
-        first = maxIndex(c0, sub(sub(add(j0, j), diagonal_), i0_));
-      Value inBlock = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::slt, j, cols);
-      Value none = index(blocking_.positions);
-      first = arith::SelectOp::create(b_, loc_, inBlock, minIndex(first, none), none);
-      Value firstLane = arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), first);
-      Value valid = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sge, lanePosition,
-                                          splat(laneType, firstLane));
-      storeVector(arith::SelectOp::create(b_, loc_, valid, sums[t], negInf), scores_, {j, c0});
+  auto scoreChunk = [&](Value q0) {
+    // The position of each lane's query row within its head.
+    Value firstLane = splat(laneType, arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), q0));
+    Value lanePosition = arith::AddIOp::create(b_, loc_, laneOffsets, firstLane);
+    if (blocking_.heads > 1) {
+      Value positions = arith::ConstantIntOp::create(b_, loc_, blocking_.positions, 32);
+      lanePosition = arith::RemUIOp::create(b_, loc_, lanePosition, splat(laneType, positions));
     }
-  });
+    forLoop(c0, keysInUse, tileSize, [&](Value jt) {
+      // The key rows of this tile; rows past the block are clamped to a row that exists and
+      // masked below.
+      SmallVector<Value> keyRows;
+      for (int64_t t = 0; t < tile; ++t)
+        keyRows.push_back(minIndex(add(add(j0, jt), index(t)), lastKey_));
+      SmallVector<Value> init(tile, splat(chunkVector, f32(0)));
+      SmallVector<Value> sums = forLoop(
+          c0, index(headDim_), c1, init, [&](Value d, ValueRange partial) {
+            Value queries = loadVector(chunkVector, queryT_, {d, q0});
+            Value column = add(kvCol_, d);
+            SmallVector<Value> next;
+            for (int64_t t = 0; t < tile; ++t) {
+              Value key = loadScalar(key_, {batch_, keyRows[t], column});
+              next.push_back(fma(splat(chunkVector, key), queries, partial[t]));
+            }
+            return next;
+          });
+      // The query at position i0 + p sees key j when j < cols and, if causal,
+      // j0 + j <= i0 + p + diagonal: the valid lanes are those at positions from `first` on.
+      for (int64_t t = 0; t < tile; ++t) {
+        Value j = add(jt, index(t));
+        Value first = index(0);
+        if (op_.getCausal())
+          first = maxIndex(c0, sub(sub(add(j0, j), diagonal_), i0_));
+        Value inBlock = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::slt, j, cols);
+        Value none = index(blocking_.positions);
+        first = arith::SelectOp::create(b_, loc_, inBlock, minIndex(first, none), none);
+        Value firstValid = arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), first);
+        Value valid = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sge, lanePosition,
+                                            splat(laneType, firstValid));
+        storeVector(arith::SelectOp::create(b_, loc_, valid, sums[t], negInf), scores_, {j, q0});
+      }
+    });
+  };
+  // The block's queries in chunks (one, the whole block, when a tile spans it).
+  if (chunk == blocking_.queryBlock)
+    scoreChunk(c0);
+  else
+    forLoop(c0, index(blocking_.queryBlock), index(chunk), scoreChunk);
 }
 
 void AttentionLowering::buildValueUpdate(Value j0, Value cols, Value rowsInUse) {
@@ -428,44 +442,66 @@ Value AttentionLowering::build() {
   if (op_.getCausal())
     blockEnd = minIndex(kvLen, maxIndex(c0, add(add(i0_, rows), diagonal_)));
 
-  Value initialMax = splat(queryVector_, negInf);
-  Value zeros = splat(queryVector_, zero);
+  // The softmax's state is carried as the block's vectors of queries, one by one: a block of
+  // 48 queries is six ymm registers, where one 48-lane vector would not be legal for LLVM.
+  int64_t blockVectors = queryBlock / blocking_.lanes;
+  auto vectorOffset = [&](int64_t v) { return index(v * blocking_.lanes); };
+  Value zeros = splat(laneVector_, zero);
+  SmallVector<Value> initial(blockVectors, splat(laneVector_, negInf));
+  initial.append(blockVectors, zeros);
   SmallVector<Value> state = forLoop(
-      c0, blockEnd, index(keyBlock), {initialMax, zeros}, [&](Value j0, ValueRange carried) {
-        Value oldMax = carried[0], oldSum = carried[1];
+      c0, blockEnd, index(keyBlock), initial, [&](Value j0, ValueRange carried) {
+        ValueRange oldMax = carried.take_front(blockVectors);
+        ValueRange oldSum = carried.drop_front(blockVectors);
         Value cols = minIndex(index(keyBlock), sub(blockEnd, j0));
         buildScores(j0, cols);
 
         // m' = max(m, max_j sT[j]); rows past cols hold -inf and need no visit.
-        Value newMax = forLoop(c0, cols, c1, {oldMax}, [&](Value j, ValueRange partial) {
-          Value scores = loadVector(queryVector_, scores_, {j, c0});
-          return SmallVector<Value>{arith::MaximumFOp::create(b_, loc_, partial[0], scores)};
-        })[0];
-        Value isEmpty = arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OEQ, newMax,
-                                              splat(queryVector_, negInf));
-        Value shift = arith::SelectOp::create(b_, loc_, isEmpty, zeros, newMax);
-        Value alpha = exp2(arith::SubFOp::create(b_, loc_, oldMax, shift));
-        storeVector(alpha, alpha_, {c0});
+        SmallVector<Value> newMax = forLoop(c0, cols, c1, oldMax, [&](Value j, ValueRange partial) {
+          SmallVector<Value> next;
+          for (int64_t v = 0; v < blockVectors; ++v)
+            next.push_back(arith::MaximumFOp::create(
+                b_, loc_, partial[v], loadVector(laneVector_, scores_, {j, vectorOffset(v)})));
+          return next;
+        });
+        SmallVector<Value> shift, alpha;
+        for (int64_t v = 0; v < blockVectors; ++v) {
+          Value isEmpty = arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OEQ, newMax[v],
+                                                splat(laneVector_, negInf));
+          shift.push_back(arith::SelectOp::create(b_, loc_, isEmpty, zeros, newMax[v]));
+          alpha.push_back(exp2(arith::SubFOp::create(b_, loc_, oldMax[v], shift[v])));
+          storeVector(alpha[v], alpha_, {vectorOffset(v)});
+        }
 
         // pT = 2^(sT - m'), in place; l = alpha * l + sum_j pT[j].
-        Value blockSum = forLoop(c0, cols, c1, {zeros}, [&](Value j, ValueRange partial) {
-          Value scores = loadVector(queryVector_, scores_, {j, c0});
-          Value p = exp2(arith::SubFOp::create(b_, loc_, scores, shift));
-          storeVector(p, scores_, {j, c0});
-          return SmallVector<Value>{arith::AddFOp::create(b_, loc_, partial[0], p)};
-        })[0];
-        Value newSum = fma(alpha, oldSum, blockSum);
+        SmallVector<Value> blockSum = forLoop(
+            c0, cols, c1, SmallVector<Value>(blockVectors, zeros), [&](Value j, ValueRange partial) {
+              SmallVector<Value> next;
+              for (int64_t v = 0; v < blockVectors; ++v) {
+                Value scores = loadVector(laneVector_, scores_, {j, vectorOffset(v)});
+                Value p = exp2(arith::SubFOp::create(b_, loc_, scores, shift[v]));
+                storeVector(p, scores_, {j, vectorOffset(v)});
+                next.push_back(arith::AddFOp::create(b_, loc_, partial[v], p));
+              }
+              return next;
+            });
+        SmallVector<Value> next = newMax;
+        for (int64_t v = 0; v < blockVectors; ++v)
+          next.push_back(fma(alpha[v], oldSum[v], blockSum[v]));
 
         buildValueUpdate(j0, cols, rowsInUse);
-        return SmallVector<Value>{newMax, newSum};
+        return next;
       });
 
   // out = o / l, or 0 for a row that saw no valid key.
-  Value sums = state[1];
-  Value positive = arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OGT, sums, zeros);
-  Value inverse = arith::SelectOp::create(
-      b_, loc_, positive, arith::DivFOp::create(b_, loc_, splat(queryVector_, f32(1)), sums), zeros);
-  storeVector(inverse, alpha_, {c0});
+  Value ones = splat(laneVector_, f32(1));
+  for (int64_t v = 0; v < blockVectors; ++v) {
+    Value sums = state[blockVectors + v];
+    Value positive = arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OGT, sums, zeros);
+    Value inverse = arith::SelectOp::create(b_, loc_, positive,
+                                            arith::DivFOp::create(b_, loc_, ones, sums), zeros);
+    storeVector(inverse, alpha_, {vectorOffset(v)});
+  }
   auto outVector = VectorType::get({headDim_}, elementType_);
   forEachRow(rows, [&](Value r, Value position, Value column) {
     Value scaleRow = splat(headVector_, memref::LoadOp::create(b_, loc_, alpha_, r));
@@ -487,9 +523,10 @@ struct ConvertMhaAttentionToLoopsPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (queryBlock < 1 || keyBlock < 1 || vectorLanes < 1 || accumulatorRegisters < 1) {
-      getOperation().emitError(
-          "query-block, key-block, vector-lanes and accumulator-registers must be positive");
+    if (queryBlock < 1 || keyBlock < 1 || vectorLanes < 1 || accumulatorRegisters < 1 ||
+        tileVectors < 1) {
+      getOperation().emitError("query-block, key-block, vector-lanes, accumulator-registers "
+                               "and tile-vectors must be positive");
       return signalPassFailure();
     }
     SmallVector<mha::AttentionOp> ops;
@@ -507,16 +544,24 @@ struct ConvertMhaAttentionToLoopsPass
       int64_t rows = vectors(heads * positions) * vectorLanes;
       if (heads == 1)
         positions = rows;
-      // The p.v tile spans at most half the accumulators in width, so that it has two rows.
-      int64_t chunkVectors =
-          std::clamp<int64_t>(accumulatorRegisters / 2, 1, vectors(op.getHeadDim()));
+      // A tile's rows span up to `tile-vectors` vectors: the score tile a chunk of the block's
+      // queries (a divisor of the block, so that every chunk is whole), the p.v tile a chunk of
+      // the head (the head in the fewest such chunks, of about equal widths).
+      int64_t blockVectors = rows / vectorLanes;
+      int64_t scoreVectors = std::min<int64_t>(tileVectors, blockVectors);
+      while (blockVectors % scoreVectors != 0)
+        --scoreVectors;
+      int64_t headVectors = vectors(op.getHeadDim());
+      int64_t valueVectors =
+          llvm::divideCeil(headVectors, llvm::divideCeil(headVectors, tileVectors));
       AttentionBlocking blocking{rows,
                                  keyBlock,
                                  heads,
                                  positions,
-                                 tileRows(keyBlock, vectors(rows), accumulatorRegisters),
-                                 tileRows(rows, chunkVectors, accumulatorRegisters),
-                                 chunkVectors * vectorLanes,
+                                 tileRows(keyBlock, scoreVectors, accumulatorRegisters),
+                                 tileRows(rows, valueVectors, accumulatorRegisters),
+                                 scoreVectors * vectorLanes,
+                                 valueVectors * vectorLanes,
                                  vectorLanes};
       OpBuilder builder(op);
       Value result = AttentionLowering(op, builder, blocking).build();

@@ -1,8 +1,9 @@
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=16 key-block=64}))" | FileCheck %s
-// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=16 key-block=64 vector-lanes=8 accumulator-registers=8}))" | FileCheck %s --check-prefix=AVX2
+// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=48 key-block=48 vector-lanes=8 accumulator-registers=12 tile-vectors=2}))" | FileCheck %s --check-prefix=AVX2 --implicit-check-not="vector<48xf32>"
 // RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=0}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
 // RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{accumulator-registers=0}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
-// BAD-OPTION: error: query-block, key-block, vector-lanes and accumulator-registers must be positive
+// RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{tile-vectors=0}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
+// BAD-OPTION: error: query-block, key-block, vector-lanes, accumulator-registers and tile-vectors must be positive
 
 // One parallel iteration per (batch, head, query block), each with its own scratch: the block's
 // queries transposed (head_dim x query-block), one block of scores kept transposed (key-block x
@@ -58,18 +59,30 @@
 // CHECK:         bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK-NOT:     mha.attention
 
-// With AVX2's 8 lanes and 8 accumulator registers: 8 x 8 transposed tiles, 4 key rows x 2 ymm;
-// the p.v update in two chunks of the head dimension (columns 0 and 32), 2 query rows x 4 ymm.
+// AVX2's schedule: 8 lanes, 12 accumulators, tile rows of 2 vectors. Both products are GEMM's
+// 6 x 16 tile: the scores in chunks of 16 of the block's 48 queries, 6 key rows each; the
+// softmax state as the block's six 8-lane vectors (no 48-lane vector reaches LLVM); the p.v
+// update in four chunks of 16 columns of the head, 6 query rows each.
 // AVX2-LABEL: func.func @attention
 // AVX2:         vector.transpose %{{.*}}, [1, 0] : vector<8x8xf32> to vector<8x8xf32>
-// AVX2:         scf.for %{{.*}} = %c0 to %{{.*}} step %c4
-// AVX2:           scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
-// AVX2:         scf.for %{{.*}} step %c2
-// AVX2:           vector.load %{{.*}}[%{{.*}}, %c0] : memref<16x64xf32>, vector<32xf32>
-// AVX2:           scf.for %{{.*}} step %c1 iter_args({{.*}}) -> (vector<32xf32>, vector<32xf32>)
-// AVX2:         scf.for %{{.*}} step %c2
-// AVX2:           vector.load %{{.*}}[%{{.*}}, %c32] : memref<16x64xf32>, vector<32xf32>
-// AVX2:           scf.for %{{.*}} step %c1 iter_args({{.*}}) -> (vector<32xf32>, vector<32xf32>)
+// AVX2:         scf.for %{{.*}} = %c0 to %c300 step %c48 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// AVX2:           scf.for %[[CHUNK:.*]] = %c0 to %c48 step %c16
+// AVX2-NOT:         arith.remui
+// AVX2:             scf.for %{{.*}} = %c0 to %{{.*}} step %c6
+// AVX2:               scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// AVX2:                 vector.load %{{.*}}[%{{.*}}, %[[CHUNK]]] : memref<64x48xf32>, vector<16xf32>
+// AVX2:               vector.store %{{.*}}, %{{.*}}[%{{.*}}, %[[CHUNK]]] : memref<48x48xf32>, vector<16xf32>
+// AVX2:           arith.maximumf %{{.*}} : vector<8xf32>
+// AVX2:           vector.load %{{.*}}[%{{.*}}, %c40] : memref<48x48xf32>, vector<8xf32>
+// AVX2:         scf.for %{{.*}} step %c6
+// AVX2:           vector.load %{{.*}}[%{{.*}}, %c0] : memref<48x64xf32>, vector<16xf32>
+// AVX2:           scf.for %{{.*}} step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// AVX2:         scf.for %{{.*}} step %c6
+// AVX2:           vector.load %{{.*}}[%{{.*}}, %c16] : memref<48x64xf32>, vector<16xf32>
+// AVX2:         scf.for %{{.*}} step %c6
+// AVX2:           vector.load %{{.*}}[%{{.*}}, %c32] : memref<48x64xf32>, vector<16xf32>
+// AVX2:         scf.for %{{.*}} step %c6
+// AVX2:           vector.load %{{.*}}[%{{.*}}, %c48] : memref<48x64xf32>, vector<16xf32>
 func.func @attention(%q: tensor<?x100x256xf32>, %k: tensor<?x300x256xf32>, %v: tensor<?x300x256xf32>) -> tensor<?x100x256xf32> {
   %a = mha.attention %q, %k, %v heads(4) kv_heads(4) head_dim(64) scale(0.125) : (tensor<?x100x256xf32>, tensor<?x300x256xf32>, tensor<?x300x256xf32>) -> tensor<?x100x256xf32>
   return %a : tensor<?x100x256xf32>
