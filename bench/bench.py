@@ -9,7 +9,8 @@ instant) after a warm-up in a fresh process and reports its median, back to back
 with a different contender each round. The table shows each contender's median over rounds;
 `best peer / mhac` is the median over rounds of the ratio between the best peer (lowest median)
 and mhac in the same round, a paired comparison of two measurements taken seconds apart. The
-f32 FMA peak is measured in the same run (bench/peak.c).
+f32 FMA peak (bench/peak.c) is measured the same way, before every row of every round, and `of
+peak` is the median over rounds of a contender's GFLOP/s over the peak measured with it.
 
 Peers on OpenMP run with OMP_WAIT_POLICY=passive and =active in every round, keeping the faster:
 passive is best where an OpenMP runtime shares the cores with a BLAS's own threads (Debian's
@@ -141,18 +142,15 @@ def main():
     peers = [peer for peer in PEERS if peer in args.only.split(",")]
     thread_counts = [int(t) for t in args.threads.split(",")]
 
-    peak = {t: measure_peak(args, t) for t in thread_counts}
-    print("Measured f32 FMA peak: " +
-          ", ".join("%.0f GFLOP/s on %d thread%s" % (peak[t], t, "s" if t > 1 else "")
-                    for t in thread_counts))
-    print()
     rows = [(shape, threads) for shape in SHAPES for threads in thread_counts]
     samples = {row: {peer: [None] * args.rounds for peer in peers} for row in rows}
+    peaks = {row: [None] * args.rounds for row in rows}
     errors = {row: {} for row in rows}
     for round in range(args.rounds):
         order = peers[round % len(peers):] + peers[:round % len(peers)]
         for row in rows:
             shape, threads = row
+            peaks[row][round] = measure_peak(args, threads)
             for peer in order:
                 if peer in errors[row]:
                     continue
@@ -164,6 +162,12 @@ def main():
                     samples[row][peer][round] = ms
         print("round %d of %d done" % (round + 1, args.rounds), file=sys.stderr, flush=True)
 
+    for threads in thread_counts:
+        measured = sorted(p for row in rows if row[1] == threads for p in peaks[row])
+        print("Measured f32 FMA peak on %d thread%s: median %.0f GFLOP/s (%.0f-%.0f over the run)"
+              % (threads, "s" if threads > 1 else "", statistics.median(measured), measured[0],
+                 measured[-1]))
+    print()
     print("| B, S, D, H | threads | contender | median ms | GFLOP/s | of peak | best peer / mhac |")
     print("|---|---|---|---|---|---|---|")
     for row in rows:
@@ -187,8 +191,11 @@ def main():
                 continue
             ms = medians[peer]
             gflops = flops(*shape) / (ms * 1e-3) * 1e-9
+            of_peak = statistics.median(flops(*shape) / (ours * 1e-3) * 1e-9 / peak
+                                        for ours, peak in zip(samples[row][peer], peaks[row])
+                                        if ours is not None)
             print("| %s | %d | %s | %.2f | %.1f | %.0f%% | %s |" % (
-                label, threads, peer, ms, gflops, 100 * gflops / peak[threads],
+                label, threads, peer, ms, gflops, 100 * of_peak,
                 ratio if peer == "mhac" else ""))
 
 
