@@ -20,11 +20,11 @@
 //     out[b, i0 + r % R, g * G + r / R, :] = o[r] / l[r]  (0 for a row without a valid key)
 //
 // Both products are register-blocked outer products, the micro-kernel of a GEMM: the scores as
-// (a few key rows) x (the whole query block, in vector registers) accumulating over the head,
-// with the query block transposed once per task so that its columns are vectors; p.v as (a few
-// query rows) x (the head, in vector registers) accumulating over the keys. The scores are kept
-// transposed, one vector per key over the block's queries, so the softmax's maxima and sums are
-// vertical: no horizontal reduction anywhere.
+// (a few key rows) x (a chunk of the query block, in vector registers) accumulating over the
+// head, with the query block transposed once per task so that its columns are vectors; p.v as
+// (a few query rows) x (a chunk of the head, in vector registers) accumulating over the keys.
+// The scores are kept transposed, one vector per key over the block's queries, so the softmax's
+// maxima and sums are vertical: no horizontal reduction anywhere.
 //
 // The scores are in base 2 (log2 e is folded into the query scale), so the softmax's
 // exponentials are powers of two, computed in registers by exp2 below. Scores are only ever
@@ -456,12 +456,18 @@ Value AttentionLowering::build() {
         Value cols = minIndex(index(keyBlock), sub(blockEnd, j0));
         buildScores(j0, cols);
 
-        // m' = max(m, max_j sT[j]); rows past cols hold -inf and need no visit.
+        // m' = max(m, max_j sT[j]); rows past cols hold -inf and need no visit. The maximum is
+        // `s > m ? s : m`, one vmaxps (arith.maximumf's NaN propagation takes four
+        // instructions on x86): a NaN score is passed over here and still reaches the row's
+        // output through its p.
         SmallVector<Value> newMax = forLoop(c0, cols, c1, oldMax, [&](Value j, ValueRange partial) {
           SmallVector<Value> next;
-          for (int64_t v = 0; v < blockVectors; ++v)
-            next.push_back(arith::MaximumFOp::create(
-                b_, loc_, partial[v], loadVector(laneVector_, scores_, {j, vectorOffset(v)})));
+          for (int64_t v = 0; v < blockVectors; ++v) {
+            Value scores = loadVector(laneVector_, scores_, {j, vectorOffset(v)});
+            Value greater =
+                arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OGT, scores, partial[v]);
+            next.push_back(arith::SelectOp::create(b_, loc_, greater, scores, partial[v]));
+          }
           return next;
         });
         SmallVector<Value> shift, alpha;
@@ -473,18 +479,17 @@ Value AttentionLowering::build() {
           storeVector(alpha[v], alpha_, {vectorOffset(v)});
         }
 
-        // pT = 2^(sT - m'), in place; l = alpha * l + sum_j pT[j].
-        SmallVector<Value> blockSum = forLoop(
-            c0, cols, c1, SmallVector<Value>(blockVectors, zeros), [&](Value j, ValueRange partial) {
-              SmallVector<Value> next;
-              for (int64_t v = 0; v < blockVectors; ++v) {
-                Value scores = loadVector(laneVector_, scores_, {j, vectorOffset(v)});
-                Value p = exp2(arith::SubFOp::create(b_, loc_, scores, shift[v]));
-                storeVector(p, scores_, {j, vectorOffset(v)});
-                next.push_back(arith::AddFOp::create(b_, loc_, partial[v], p));
-              }
-              return next;
-            });
+        // pT = 2^(sT - m'), in place; l = alpha * l + sum_j pT[j]. One vector of the block at a
+        // time: the eight constants of exp2 and one running sum stay in registers, where six
+        // sums and six maxima beside them spilled.
+        SmallVector<Value> blockSum;
+        for (int64_t v = 0; v < blockVectors; ++v)
+          blockSum.push_back(forLoop(c0, cols, c1, {zeros}, [&](Value j, ValueRange partial) {
+            Value scores = loadVector(laneVector_, scores_, {j, vectorOffset(v)});
+            Value p = exp2(arith::SubFOp::create(b_, loc_, scores, shift[v]));
+            storeVector(p, scores_, {j, vectorOffset(v)});
+            return SmallVector<Value>{arith::AddFOp::create(b_, loc_, partial[0], p)};
+          })[0]);
         SmallVector<Value> next = newMax;
         for (int64_t v = 0; v < blockVectors; ++v)
           next.push_back(fma(alpha[v], oldSum[v], blockSum[v]));

@@ -2,12 +2,13 @@
 
 usage: make-tensors.py OUTDIR --model-dim D --heads H [--kv-heads G] [--head-dim E]
                        --batch B --seq S [--cross --kv-seq T --kv-dim K] [--no-bias]
-                       [--kv-lens N,N,...] [--seed N]
+                       [--kv-lens N,N,...] [--nan-at B,S,F] [--seed N]
 
 Writes OUTDIR/x.npy, OUTDIR/weights.safetensors (q_proj.weight, ..., o_proj.bias) and, for
 self-attention with H*Dh = D and G = H, OUTDIR/pytorch.safetensors with the same weights under
 nn.MultiheadAttention's names (in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias);
-with --cross OUTDIR/memory.npy, with --kv-lens OUTDIR/kv_lens.npy.
+with --cross OUTDIR/memory.npy, with --kv-lens OUTDIR/kv_lens.npy. --nan-at makes one element of
+x NaN.
 """
 import argparse
 import json
@@ -54,6 +55,7 @@ def main():
     parser.add_argument("--kv-dim", type=int)
     parser.add_argument("--no-bias", action="store_true")
     parser.add_argument("--kv-lens")
+    parser.add_argument("--nan-at")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
 
@@ -66,8 +68,11 @@ def main():
     uniform = lambda n, bound: [rng.uniform(-bound, bound) for _ in range(n)]
 
     os.makedirs(args.outdir, exist_ok=True)
-    write_npy(os.path.join(args.outdir, "x.npy"), [args.batch, args.seq, d],
-              uniform(args.batch * args.seq * d, 1.0))
+    x = uniform(args.batch * args.seq * d, 1.0)
+    if args.nan_at:
+        b, s, f = (int(i) for i in args.nan_at.split(","))
+        x[(b * args.seq + s) * d + f] = float("nan")
+    write_npy(os.path.join(args.outdir, "x.npy"), [args.batch, args.seq, d], x)
     if args.cross:
         write_npy(os.path.join(args.outdir, "memory.npy"), [args.batch, kv_seq, kv_dim],
                   uniform(args.batch * kv_seq * kv_dim, 1.0))
