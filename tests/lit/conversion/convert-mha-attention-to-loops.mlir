@@ -66,11 +66,14 @@
 // AVX2-LABEL: func.func @attention
 // AVX2:         vector.transpose %{{.*}}, [1, 0] : vector<8x8xf32> to vector<8x8xf32>
 // AVX2:         scf.for %{{.*}} = %c0 to %c300 step %c48 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
-// AVX2:           scf.for %[[CHUNK:.*]] = %c0 to %c48 step %c16
-// AVX2-NOT:         arith.remui
-// AVX2:             scf.for %{{.*}} = %c0 to %{{.*}} step %c6
-// AVX2:               scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// A tile of 6 keys first prefetches the next tile's 6 key rows (4 lines of 64 floats each), then
+// meets the block's queries chunk by chunk.
+// AVX2:           scf.for %{{.*}} = %c0 to %{{.*}} step %c6
+// AVX2-COUNT-24:    memref.prefetch %{{.*}}, read, locality<3>, data : memref<?x300x256xf32, {{.*}}>
+// AVX2-NEXT:        scf.for %[[CHUNK:.*]] = %c0 to %c48 step %c16
+// AVX2-NEXT:          scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // AVX2:                 vector.load %{{.*}}[%{{.*}}, %[[CHUNK]]] : memref<64x48xf32>, vector<16xf32>
+// AVX2-NOT:           arith.remui
 // AVX2:               vector.store %{{.*}}, %{{.*}}[%{{.*}}, %[[CHUNK]]] : memref<48x48xf32>, vector<16xf32>
 // AVX2:           arith.maximumf %{{.*}} : vector<8xf32>
 // AVX2:           vector.load %{{.*}}[%{{.*}}, %c40] : memref<48x48xf32>, vector<8xf32>
