@@ -269,7 +269,7 @@ void AttentionLowering::buildQueryTranspose(Value query, Value rows) {
 
 void AttentionLowering::buildScores(Value j0, Value cols) {
   int64_t tile = blocking_.keyTile, chunk = blocking_.queryChunk;
-  int64_t lineElements = 512 / elementType_.getIntOrFloatBitWidth();
+  int64_t lineElements = 512 / elementType_.getIntOrFloatBitWidth(); // per 64-byte line
   Value c0 = index(0), c1 = index(1);
   auto chunkVector = VectorType::get({chunk}, f32_);
   auto laneType = VectorType::get({chunk}, b_.getI32Type());
