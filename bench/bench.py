@@ -49,6 +49,11 @@ def flops(b, s, d, h, causal):
     return 4 * 2 * b * s * d * d + (attention / 2 if causal else attention)
 
 
+def gflops(shape, ms):
+    """GFLOP/s of one call of the layer `shape` that took `ms` milliseconds."""
+    return flops(*shape) / (ms * 1e-3) * 1e-9
+
+
 def layer_name(b, s, d, h, causal):
     return "b%d_s%d_d%d_h%d%s" % (b, s, d, h, "_causal" if causal else "")
 
@@ -190,12 +195,11 @@ def main():
                                                           errors[row].get(peer, "no result")[:60]))
                 continue
             ms = medians[peer]
-            gflops = flops(*shape) / (ms * 1e-3) * 1e-9
-            of_peak = statistics.median(flops(*shape) / (ours * 1e-3) * 1e-9 / peak
+            of_peak = statistics.median(gflops(shape, ours) / peak
                                         for ours, peak in zip(samples[row][peer], peaks[row])
                                         if ours is not None)
             print("| %s | %d | %s | %.2f | %.1f | %.0f%% | %s |" % (
-                label, threads, peer, ms, gflops, 100 * of_peak,
+                label, threads, peer, ms, gflops(shape, ms), 100 * of_peak,
                 ratio if peer == "mhac" else ""))
 
 

@@ -5,8 +5,9 @@
  *
  * For each block of queries (transposed, qT[64][QB], as mhac keeps them) and each block of KB
  * keys of one head (rows of a [S][768] matrix, as the projections write them):
- *   scores  sT[KB][QB] = K . qT    tiles of KEYS key rows x QV ymm of queries, over the head
- *   update  o[QB][64] += sT^T . V  tiles of ROWS query rows x HV ymm of the head, over the keys
+ *   scores  sT[KB][QB] = K . qT    tiles of key rows x ymm of queries, over the head
+ *   update  o[QB][64] += sT^T . V  tiles of query rows x ymm of the head, over the keys
+ * both through one micro-kernel (broadcast one operand, load the other).
  * "2x4" is the tiling mhac had (8 accumulators: 6 loads per 8 FMAs, each accumulator's two FMAs
  * of a step a latency apart), "6x2" the projections' 6 x 16 tile (12 accumulators: 8 loads per
  * 12 FMAs). No softmax: this times the products alone. Prints the best round's GFLOP/s.
@@ -30,65 +31,53 @@ static double now(void) {
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-/* sT[j][q0 + :] for the key rows j of a tile, accumulated over the head in registers. */
-#define SCORES(NAME, KEYS, QV)                                                                   \
-  static void NAME(int qb, int kb, const float *qT, const float *k, float *sT) {               \
-    for (int q0 = 0; q0 < qb; q0 += 8 * QV)                                                     \
-      for (int j = 0; j < kb; j += KEYS) {                                                      \
-        __m256 acc[KEYS][QV];                                                                   \
-        for (int t = 0; t < KEYS; ++t)                                                          \
-          for (int v = 0; v < QV; ++v)                                                          \
-            acc[t][v] = _mm256_setzero_ps();                                                    \
-        for (int d = 0; d < kHead; ++d) {                                                       \
-          __m256 q[QV];                                                                         \
-          for (int v = 0; v < QV; ++v)                                                          \
-            q[v] = _mm256_load_ps(qT + d * qb + q0 + 8 * v);                                    \
-          for (int t = 0; t < KEYS; ++t) {                                                      \
-            __m256 key = _mm256_broadcast_ss(k + (j + t) * kStride + d);                        \
-            for (int v = 0; v < QV; ++v)                                                        \
-              acc[t][v] = _mm256_fmadd_ps(key, q[v], acc[t][v]);                                \
-          }                                                                                     \
-        }                                                                                       \
-        for (int t = 0; t < KEYS; ++t)                                                          \
-          for (int v = 0; v < QV; ++v)                                                          \
-            _mm256_store_ps(sT + (j + t) * qb + q0 + 8 * v, acc[t][v]);                         \
+/* The micro-kernel both products share: c[r][:] (+)= sum_k a[r][k] * b[k][:] for ROWS rows of
+ * VECS ymm, a broadcast and b loaded, accumulated in registers over `depth` steps. Elements are
+ * addressed by strides, so that one kernel reads both the keys' rows and the queries' columns. */
+#define DEFINE_TILE(NAME, ROWS, VECS)                                                            \
+  static void NAME(const float *a, long aRow, long aStep, const float *b, long bStep, float *c, \
+                   long cRow, int depth, int accumulate) {                                     \
+    __m256 acc[ROWS][VECS];                                                                     \
+    for (int r = 0; r < ROWS; ++r)                                                              \
+      for (int v = 0; v < VECS; ++v)                                                            \
+        acc[r][v] = accumulate ? _mm256_load_ps(c + r * cRow + 8 * v) : _mm256_setzero_ps();    \
+    for (int k = 0; k < depth; ++k) {                                                           \
+      __m256 x[VECS];                                                                           \
+      for (int v = 0; v < VECS; ++v)                                                            \
+        x[v] = _mm256_loadu_ps(b + k * bStep + 8 * v);                                          \
+      for (int r = 0; r < ROWS; ++r) {                                                          \
+        __m256 s = _mm256_broadcast_ss(a + r * aRow + k * aStep);                               \
+        for (int v = 0; v < VECS; ++v)                                                          \
+          acc[r][v] = _mm256_fmadd_ps(s, x[v], acc[r][v]);                                      \
       }                                                                                         \
+    }                                                                                           \
+    for (int r = 0; r < ROWS; ++r)                                                              \
+      for (int v = 0; v < VECS; ++v)                                                            \
+        _mm256_store_ps(c + r * cRow + 8 * v, acc[r][v]);                                       \
   }
+DEFINE_TILE(tile2x4, 2, 4)
+DEFINE_TILE(tile6x2, 6, 2)
 
-/* o[i + :][c0 + :] for the query rows of a tile, accumulated over the block's keys. */
-#define UPDATE(NAME, ROWS, HV)                                                                   \
-  static void NAME(int qb, int kb, const float *sT, const float *v, float *o) {                \
-    for (int c0 = 0; c0 < kHead; c0 += 8 * HV)                                                  \
-      for (int i = 0; i < qb; i += ROWS) {                                                      \
-        __m256 acc[ROWS][HV];                                                                   \
-        for (int t = 0; t < ROWS; ++t)                                                          \
-          for (int h = 0; h < HV; ++h)                                                          \
-            acc[t][h] = _mm256_load_ps(o + (i + t) * kHead + c0 + 8 * h);                       \
-        for (int j = 0; j < kb; ++j) {                                                          \
-          __m256 x[HV];                                                                         \
-          for (int h = 0; h < HV; ++h)                                                          \
-            x[h] = _mm256_loadu_ps(v + j * kStride + c0 + 8 * h);                               \
-          for (int t = 0; t < ROWS; ++t) {                                                      \
-            __m256 p = _mm256_broadcast_ss(sT + j * qb + i + t);                                \
-            for (int h = 0; h < HV; ++h)                                                        \
-              acc[t][h] = _mm256_fmadd_ps(p, x[h], acc[t][h]);                                  \
-          }                                                                                     \
-        }                                                                                       \
-        for (int t = 0; t < ROWS; ++t)                                                          \
-          for (int h = 0; h < HV; ++h)                                                          \
-            _mm256_store_ps(o + (i + t) * kHead + c0 + 8 * h, acc[t][h]);                       \
-      }                                                                                         \
-  }
+typedef void (*Tile)(const float *, long, long, const float *, long, float *, long, int, int);
 
-SCORES(scores2x4, 2, 4)
-SCORES(scores6x2, 6, 2)
-UPDATE(update2x4, 2, 4)
-UPDATE(update6x2, 6, 2)
+/* sT[KB][QB] = K . qT in tiles of `rows` key rows x `width` queries, over the head. */
+static void scores(Tile tile, int rows, int width, int qb, int kb, const float *qT,
+                   const float *k, float *sT) {
+  for (int q0 = 0; q0 < qb; q0 += width)
+    for (int j = 0; j < kb; j += rows)
+      tile(k + j * kStride, kStride, 1, qT + q0, qb, sT + j * qb + q0, qb, kHead, 0);
+}
 
-typedef void (*Product)(int, int, const float *, const float *, float *);
+/* o[QB][64] += sT^T . V in tiles of `rows` query rows x `width` columns, over the keys. */
+static void update(Tile tile, int rows, int width, int qb, int kb, const float *sT,
+                   const float *v, float *o) {
+  for (int c0 = 0; c0 < kHead; c0 += width)
+    for (int i = 0; i < qb; i += rows)
+      tile(sT + i, 1, qb, v + c0, kStride, o + i * kHead + c0, kHead, kb, 1);
+}
 
 /* One layer's worth of both products (12 heads of a kSeq-long sequence); best of `rounds`. */
-static void run(const char *name, Product scores, Product update, int qb, int kb, int rounds) {
+static void run(const char *name, Tile tile, int rows, int vecs, int qb, int kb, int rounds) {
   float *qT = aligned_alloc(64, sizeof(float) * kHead * qb);
   float *k = aligned_alloc(64, sizeof(float) * kSeq * kStride);
   float *v = aligned_alloc(64, sizeof(float) * kSeq * kStride);
@@ -107,8 +96,8 @@ static void run(const char *name, Product scores, Product update, int qb, int kb
     double start = now();
     for (int block = 0; block < kSeq / qb * kHeads; ++block)
       for (int j0 = 0; j0 + kb <= kSeq; j0 += kb) {
-        scores(qb, kb, qT, k + j0 * kStride, sT);
-        update(qb, kb, sT, v + j0 * kStride, o);
+        scores(tile, rows, 8 * vecs, qb, kb, qT, k + j0 * kStride, sT);
+        update(tile, rows, 8 * vecs, qb, kb, sT, v + j0 * kStride, o);
       }
     double seconds = now() - start;
     best = seconds < best ? seconds : best;
@@ -122,9 +111,9 @@ static void run(const char *name, Product scores, Product update, int qb, int kb
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 15;
   for (int repeat = 0; repeat < 2; ++repeat) {
-    run("2x4", scores2x4, update2x4, 32, 64, rounds);
-    run("6x2", scores6x2, update6x2, 48, 48, rounds);
-    run("6x2", scores6x2, update6x2, 48, 96, rounds);
+    run("2x4", tile2x4, 2, 4, 32, 64, rounds);
+    run("6x2", tile6x2, 6, 2, 48, 48, rounds);
+    run("6x2", tile6x2, 6, 2, 48, 96, rounds);
   }
   return 0;
 }

@@ -464,8 +464,8 @@ Value AttentionLowering::build() {
   // 48 queries is six ymm registers, where one 48-lane vector would not be legal for LLVM.
   int64_t blockVectors = queryBlock / blocking_.lanes;
   auto vectorOffset = [&](int64_t v) { return index(v * blocking_.lanes); };
-  Value zeros = splat(laneVector_, zero);
-  SmallVector<Value> initial(blockVectors, splat(laneVector_, negInf));
+  Value zeros = splat(laneVector_, zero), negInfs = splat(laneVector_, negInf);
+  SmallVector<Value> initial(blockVectors, negInfs);
   initial.append(blockVectors, zeros);
   SmallVector<Value> state = forLoop(
       c0, blockEnd, index(keyBlock), initial, [&](Value j0, ValueRange carried) {
@@ -490,8 +490,8 @@ Value AttentionLowering::build() {
         });
         SmallVector<Value> shift, alpha;
         for (int64_t v = 0; v < blockVectors; ++v) {
-          Value isEmpty = arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OEQ, newMax[v],
-                                                splat(laneVector_, negInf));
+          Value isEmpty =
+              arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OEQ, newMax[v], negInfs);
           shift.push_back(arith::SelectOp::create(b_, loc_, isEmpty, zeros, newMax[v]));
           alpha.push_back(exp2(arith::SubFOp::create(b_, loc_, oldMax[v], shift[v])));
           storeVector(alpha[v], alpha_, {vectorOffset(v)});
