@@ -24,6 +24,10 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
     (row, panel, column, k) writing the output seen as `[rows][out / P][P]`. Every projection
     op carries `mhac.projection`; every rearranged weight `mhac.prepared_weight`.
 
+    With `row-tile` = R, a panel projection over a static number of rows M > R that is not a
+    multiple of R becomes two, over rows [0, M - M % R) and the last M % R, each writing its
+    rows of the output in place: the schedule then sees the edge rows as a static shape.
+
     Projections whose results are only an attention's keys or values, at a width that is a
     multiple of 256 elements, write into rows padded by one cache line (a
     `bufferization.alloc_tensor` seen through `tensor.extract_slice`): attention re-reads them
@@ -33,6 +37,10 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
   let options = [
     Option<"panelWidth", "panel-width", "int64_t", /*default=*/"0",
            "Columns of a packed weight panel (the register tile's width); 0 packs none">,
+    Option<"rowTile", "row-tile", "int64_t", /*default=*/"0",
+           "Rows of the register tile: a panel projection over a static number of rows that "
+           "is not a multiple splits its last rows off into a projection of their own; 0 "
+           "splits none">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

@@ -1,5 +1,6 @@
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg))" | FileCheck %s
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg{panel-width=16}))" | FileCheck %s --check-prefix=PANELS
+// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg{panel-width=16 row-tile=6}))" | FileCheck %s --check-prefix=EDGES
 
 // A projection with a bias: the weight and bias are marked as parameters, the accumulator
 // starts at the broadcast bias, the weight is transposed to [in, out] for the matmul (into rows
@@ -98,4 +99,37 @@ func.func @keys_and_values(%x: tensor<1x64x512xf32>, %wq: tensor<512x512xf32>, %
   %v = mha.linear %x, %wv : (tensor<1x64x512xf32>, tensor<512x512xf32>) -> tensor<1x64x512xf32>
   %a = mha.attention %q, %k, %v heads(8) kv_heads(8) head_dim(64) scale(0.125) : (tensor<1x64x512xf32>, tensor<1x64x512xf32>, tensor<1x64x512xf32>) -> tensor<1x64x512xf32>
   return %a : tensor<1x64x512xf32>
+}
+
+// With row-tile=6, a panel projection over 8 static rows is two: rows [0, 6) and the 2 edge
+// rows, each with its own accumulator initialization, written in place into their rows of
+// the output.
+// EDGES-LABEL: func.func @edge_rows
+// EDGES:         %[[ACC:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [8, 2, 16] : tensor<8x32xf32> into tensor<8x2x16xf32>
+// EDGES:         %[[X6:.*]] = tensor.extract_slice %[[X:.*]][0, 0] [6, 24] [1, 1] : tensor<8x24xf32> to tensor<6x24xf32>
+// EDGES:         %[[ACC6:.*]] = tensor.extract_slice %[[ACC]][0, 0, 0] [6, 2, 16] [1, 1, 1] : tensor<8x2x16xf32> to tensor<6x2x16xf32>
+// EDGES:         %[[INIT6:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[ACC6]] : tensor<6x2x16xf32>)
+// EDGES:         %[[P6:.*]] = linalg.generic {{.*}} ins(%[[X6]], %{{.*}} : tensor<6x24xf32>, tensor<2x24x16xf32>) outs(%[[INIT6]] : tensor<6x2x16xf32>) attrs = {mhac.projection}
+// EDGES:         %[[DONE6:.*]] = tensor.insert_slice %[[P6]] into %[[ACC]][0, 0, 0] [6, 2, 16] [1, 1, 1]
+// EDGES:         %[[X2:.*]] = tensor.extract_slice %[[X]][6, 0] [2, 24] [1, 1] : tensor<8x24xf32> to tensor<2x24xf32>
+// EDGES:         %[[ACC2:.*]] = tensor.extract_slice %[[DONE6]][6, 0, 0] [2, 2, 16] [1, 1, 1] : tensor<8x2x16xf32> to tensor<2x2x16xf32>
+// EDGES:         %[[INIT2:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[ACC2]] : tensor<2x2x16xf32>)
+// EDGES:         %[[P2:.*]] = linalg.generic {{.*}} ins(%[[X2]], %{{.*}} : tensor<2x24xf32>, tensor<2x24x16xf32>) outs(%[[INIT2]] : tensor<2x2x16xf32>) attrs = {mhac.projection}
+// EDGES:         %[[DONE:.*]] = tensor.insert_slice %[[P2]] into %[[DONE6]][6, 0, 0] [2, 2, 16] [1, 1, 1]
+// EDGES:         tensor.collapse_shape %[[DONE]] {{\[\[}}0], [1, 2]] : tensor<8x2x16xf32> into tensor<8x32xf32>
+func.func @edge_rows(%x: tensor<1x8x24xf32>, %w: tensor<32x24xf32>) -> tensor<1x8x32xf32> {
+  %y = mha.linear %x, %w : (tensor<1x8x24xf32>, tensor<32x24xf32>) -> tensor<1x8x32xf32>
+  return %y : tensor<1x8x32xf32>
+}
+
+// Rows that are a multiple of the register tile, or not known until run time, stay one
+// projection (the dynamic rows' edge goes one row at a time).
+// EDGES-LABEL: func.func @whole_rows
+// EDGES-COUNT-2: attrs = {mhac.projection}
+// EDGES-NOT:     attrs = {mhac.projection}
+// EDGES:         return
+func.func @whole_rows(%x: tensor<12x24xf32>, %d: tensor<?x24xf32>, %w: tensor<32x24xf32>) -> (tensor<12x32xf32>, tensor<?x32xf32>) {
+  %y = mha.linear %x, %w : (tensor<12x24xf32>, tensor<32x24xf32>) -> tensor<12x32xf32>
+  %z = mha.linear %d, %w : (tensor<?x24xf32>, tensor<32x24xf32>) -> tensor<?x32xf32>
+  return %y, %z : tensor<12x32xf32>, tensor<?x32xf32>
 }
