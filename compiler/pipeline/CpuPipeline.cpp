@@ -51,8 +51,7 @@ static LogicalResult runPipeline(ModuleOp module, StringRef pipeline) {
 
 LogicalResult lowerMhaToLinalg(ModuleOp module, const Schedule &schedule) {
   PassManager pm(module.getContext());
-  pm.addNestedPass<func::FuncOp>(
-      createConvertMhaToLinalg(ConvertMhaToLinalgOptions{
+  pm.addNestedPass<func::FuncOp>(createConvertMhaToLinalg(ConvertMhaToLinalgOptions{
       schedule.projection.registerTile[1], schedule.projection.registerTile[0]}));
   pm.addPass(createSplitWeightPreparation());
   OpPassManager &funcPm = pm.nest<func::FuncOp>();

@@ -73,6 +73,19 @@ Value initAccumulator(PatternRewriter &rewriter, Location loc, Value bias, Value
       .getResult(0);
 }
 
+/// The slice of rows [first, first + count) of a ranked tensor, as tensor.extract_slice and
+/// tensor.insert_slice take it.
+struct RowRange {
+  RowRange(OpBuilder &b, Location loc, Value tensor, int64_t first, int64_t count)
+      : offsets(cast<RankedTensorType>(tensor.getType()).getRank(), b.getIndexAttr(0)),
+        sizes(tensor::getMixedSizes(b, loc, tensor)), strides(offsets.size(), b.getIndexAttr(1)) {
+    offsets[0] = b.getIndexAttr(first);
+    sizes[0] = b.getIndexAttr(count);
+  }
+
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+};
+
 /// acc[m][p][c] = init[m][p][c] + sum_k x[m][k] * Wp[p][k][c], over loops (m, panel, column in
 /// panel, k), with init the bias broadcast over the rows of `acc` (or zero): one panel
 /// projection op, marked for the schedule.
@@ -158,22 +171,15 @@ Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, mha::Li
     // Rows [0, M - edge) and [M - edge, M), each written in place into its rows of `acc`.
     int64_t fullRows = rows - edgeRows;
     for (auto [first, count] : {std::pair{int64_t(0), fullRows}, std::pair{fullRows, edgeRows}}) {
-      auto ones = rewriter.getIndexAttr(1);
+      RowRange inputRange(rewriter, loc, input, first, count);
+      RowRange accRange(rewriter, loc, acc, first, count);
       Value inputRows = tensor::ExtractSliceOp::create(
-          rewriter, loc, input, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(first),
-                                                       rewriter.getIndexAttr(0)},
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(count), rewriter.getIndexAttr(in)},
-          ArrayRef<OpFoldResult>{ones, ones});
-      SmallVector<OpFoldResult> offsets = {rewriter.getIndexAttr(first), rewriter.getIndexAttr(0),
-                                           rewriter.getIndexAttr(0)};
-      SmallVector<OpFoldResult> sizes = {rewriter.getIndexAttr(count),
-                                         rewriter.getIndexAttr(panels),
-                                         rewriter.getIndexAttr(panel)};
-      SmallVector<OpFoldResult> strides(3, ones);
-      Value accRows =
-          tensor::ExtractSliceOp::create(rewriter, loc, acc, offsets, sizes, strides);
+          rewriter, loc, input, inputRange.offsets, inputRange.sizes, inputRange.strides);
+      Value accRows = tensor::ExtractSliceOp::create(rewriter, loc, acc, accRange.offsets,
+                                                     accRange.sizes, accRange.strides);
       Value product = panelMultiply(rewriter, loc, inputRows, packed, bias, accRows);
-      acc = tensor::InsertSliceOp::create(rewriter, loc, product, acc, offsets, sizes, strides);
+      acc = tensor::InsertSliceOp::create(rewriter, loc, product, acc, accRange.offsets,
+                                          accRange.sizes, accRange.strides);
     }
   }
   return tensor::CollapseShapeOp::create(rewriter, loc, acc,
