@@ -77,12 +77,14 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
     scores in chunks of the block's queries, the p.v update in chunks of the head dimension.
     Key blocks past a row block's causal limit or past `kv_lens[b]` are not visited. With
     grouped-query heads, a block's rows are positions of every query head of a group
-    (`query-block / G` of each), so each key and value block is read once for all the heads
-    that share it.
+    (`grouped-query-block / G` of each), so each key and value block is read once for all the
+    heads that share it.
   }];
   let options = [
     Option<"queryBlock", "query-block", "int64_t", /*default=*/"64",
            "Query rows processed together against each key block">,
+    Option<"groupedQueryBlock", "grouped-query-block", "int64_t", /*default=*/"0",
+           "Query rows of a block with grouped-query heads (0: query-block)">,
     Option<"keyBlock", "key-block", "int64_t", /*default=*/"96",
            "Keys per block of scores">,
     Option<"vectorLanes", "vector-lanes", "int64_t", /*default=*/"16",

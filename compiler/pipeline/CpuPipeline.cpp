@@ -56,7 +56,8 @@ LogicalResult lowerMhaToLinalg(ModuleOp module, const Schedule &schedule) {
   pm.addPass(createSplitWeightPreparation());
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   funcPm.addPass(createConvertMhaAttentionToLoops(ConvertMhaAttentionToLoopsOptions{
-      schedule.attention.queryBlock, schedule.attention.keyBlock, schedule.attention.vectorLanes,
+      schedule.attention.queryBlock, schedule.attention.groupedQueryBlock,
+      schedule.attention.keyBlock, schedule.attention.vectorLanes,
       schedule.attention.accumulatorRegisters, schedule.attention.tileVectors}));
   funcPm.addPass(createCanonicalizerPass());
   funcPm.addPass(createCSEPass());

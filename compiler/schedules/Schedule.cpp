@@ -23,8 +23,20 @@ Schedule defaultSchedule(const CpuTarget &target) {
   // 256 KiB to 1 MiB; Zen 3: 512 KiB) 72 rows keep them in L2 up to K = 1024 (288 KiB), where
   // 256 rows (768 KiB at K = 768) came from L3 for every panel. A multiple of 6, so no tile has
   // edge rows but the last. cachegrind, Zen 3's L2, (1, 512, 768, 12): 17.3M -> 5.9M misses.
-  // Attention's two products are register tiles too. On AVX-512 a tile row is 4 zmm: the score
-  // tile is 6 keys x the block's 64 queries, the p.v tile 4 query rows x the head of 64. On AVX2
+  // On AVX-512 the cache tiles have 258 rows, the multiple of 6 nearest 256: with 256, every
+  // cache tile ended in 4 rows run one by one (1 x 64 tiles, 4 accumulators each a latency
+  // apart), 1.6-2.2% of a projection's samples for 1.6% of its work (perf, Xeon, D = 768 and
+  // 1024). Alternating, 1 thread, a projection-only layer of 2048 rows at D = 1024: 115.3 ->
+  // 112.7 ms and 114.8 -> 114.0 in two runs; at D = 768 within the noise.
+  // Attention's two products are register tiles too. On AVX-512 both fill 24 zmm: a block of 48
+  // queries is 3 vectors, the score tile 8 keys x those 3 vectors (3 loads and 8 broadcasts per
+  // 24 FMAs), the p.v tile 6 query rows x the head of 64 in 4 vectors (4 loads, 6 broadcasts).
+  // Blocks of 64 queries (4 vectors) had a 6 x 4 score tile but only a 4 x 4 p.v tile (64 is no
+  // multiple of 6): 8 loads per 16 FMAs. Xeon, 1 thread, alternating, medians of 3-7 rounds,
+  // 64 -> 48: (1, 512, 768, 12) 20.98 -> 20.52 ms, (1, 197) 6.75 -> 6.63, causal (1, 2048)
+  // 116.8 -> 115.1, (4, 512, 1024, 16) 142.1 -> 139.5, (8, 128) 31.4 -> 31.5. A grouped
+  // layer's block keeps 64 rows: 48 would be 12 positions of each of 4 heads, no whole vectors,
+  // and its queries would be transposed element by element. On AVX2
   // both are the projections' 6 x 16 (6 rows x 2 ymm, 12 accumulators, 2 loads and 6
   // broadcasts per 12 FMAs): 6 keys x a 16-query chunk of the block, 6 query rows x 16 columns
   // of the head. The tiles they replaced, 2 x 32 (8 accumulators, 6 loads per 8 FMAs, each
@@ -38,8 +50,8 @@ Schedule defaultSchedule(const CpuTarget &target) {
   if (target.vectorBits < 512) {
     schedule.projection.cacheTile = {72, 128};
     schedule.projection.registerTile = {6, 16, 1};
-    schedule.attention = {/*queryBlock=*/48, /*keyBlock=*/48, /*vectorLanes=*/8,
-                          /*accumulatorRegisters=*/12, /*tileVectors=*/2};
+    schedule.attention = {/*queryBlock=*/48, /*groupedQueryBlock=*/48, /*keyBlock=*/48,
+                          /*vectorLanes=*/8, /*accumulatorRegisters=*/12, /*tileVectors=*/2};
   }
   return schedule;
 }

@@ -19,7 +19,7 @@ namespace mhac {
 /// Tiling of the projections, as matmuls [M = rows, N = out features, K = in features].
 struct ProjectionSchedule {
   /// Cache tiles over [M, N]: the loops that keep a block of weights hot in L2.
-  std::array<int64_t, 2> cacheTile = {256, 128};
+  std::array<int64_t, 2> cacheTile = {258, 128};
   /// Register tiles over [M, N, K]: one vectorized micro-kernel step.
   std::array<int64_t, 3> registerTile = {6, 64, 1};
   /// Inside a cache tile, the reduction is split into blocks of this many input features.
@@ -30,7 +30,10 @@ struct ProjectionSchedule {
 
 /// Blocking of attention (see convert-mha-attention-to-loops).
 struct AttentionSchedule {
-  int64_t queryBlock = 64;
+  int64_t queryBlock = 48;
+  /// Query rows of a block whose rows are the heads of a group (grouped-query layers): whole
+  /// vectors of each head's positions let the block's queries transpose in square tiles.
+  int64_t groupedQueryBlock = 64;
   int64_t keyBlock = 96;
   /// The target's f32 lanes per vector register, and how many registers a register tile's
   /// accumulators may fill (the rest hold the loaded and broadcast operands).

@@ -268,13 +268,15 @@ void AttentionLowering::buildQueryTranspose(Value query, Value rows) {
 }
 
 void AttentionLowering::buildScores(Value j0, Value cols) {
-  int64_t tile = blocking_.keyTile, chunk = blocking_.queryChunk;
+  int64_t tile = blocking_.keyTile, chunk = blocking_.queryChunk, lanes = blocking_.lanes;
+  // A chunk is carried as its register-wide vectors, one by one: a chunk of three vectors as
+  // one 48-lane vector came out of LLVM mostly scalarized (1280 instructions for 24 FMAs).
+  int64_t chunkVectors = chunk / lanes;
   int64_t lineElements = 512 / elementType_.getIntOrFloatBitWidth(); // per 64-byte line
   Value c0 = index(0), c1 = index(1);
-  auto chunkVector = VectorType::get({chunk}, f32_);
-  auto laneType = VectorType::get({chunk}, b_.getI32Type());
-  Value negInf = splat(chunkVector, f32(-std::numeric_limits<double>::infinity()));
-  SmallVector<int32_t> offsets(chunk);
+  auto laneType = VectorType::get({lanes}, b_.getI32Type());
+  Value negInf = splat(laneVector_, f32(-std::numeric_limits<double>::infinity()));
+  SmallVector<int32_t> offsets(lanes);
   std::iota(offsets.begin(), offsets.end(), 0);
   Value laneOffsets =
       arith::ConstantOp::create(b_, loc_, DenseIntElementsAttr::get(laneType, offsets));
@@ -314,31 +316,39 @@ void AttentionLowering::buildScores(Value j0, Value cols) {
     }
     // The tile's keys against each chunk of the block's queries in turn, while they are in L1.
     auto scoreChunk = [&](Value q0) {
-      SmallVector<Value> init(tile, splat(chunkVector, f32(0)));
+      // sums[t * chunkVectors + v]: key row t against vector v of the chunk.
+      SmallVector<Value> init(tile * chunkVectors, splat(laneVector_, f32(0)));
       SmallVector<Value> sums = forLoop(
           c0, index(headDim_), c1, init, [&](Value d, ValueRange partial) {
-            Value queries = loadVector(chunkVector, queryT_, {d, q0});
+            SmallVector<Value> queries;
+            for (int64_t v = 0; v < chunkVectors; ++v)
+              queries.push_back(loadVector(laneVector_, queryT_, {d, add(q0, index(v * lanes))}));
             Value column = add(kvCol_, d);
             SmallVector<Value> next;
             for (int64_t t = 0; t < tile; ++t) {
-              Value key = loadScalar(key_, {batch_, keyRows[t], column});
-              next.push_back(fma(splat(chunkVector, key), queries, partial[t]));
+              Value key = splat(laneVector_, loadScalar(key_, {batch_, keyRows[t], column}));
+              for (int64_t v = 0; v < chunkVectors; ++v)
+                next.push_back(fma(key, queries[v], partial[t * chunkVectors + v]));
             }
             return next;
           });
-      // The position of each lane's query row within its head.
-      Value firstLane =
-          splat(laneType, arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), q0));
-      Value lanePosition = arith::AddIOp::create(b_, loc_, laneOffsets, firstLane);
-      if (blocking_.heads > 1) {
-        Value positions = arith::ConstantIntOp::create(b_, loc_, blocking_.positions, 32);
-        lanePosition = arith::RemUIOp::create(b_, loc_, lanePosition, splat(laneType, positions));
-      }
-      for (int64_t t = 0; t < tile; ++t) {
-        Value valid = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sge, lanePosition,
-                                            splat(laneType, firstValid[t]));
-        storeVector(arith::SelectOp::create(b_, loc_, valid, sums[t], negInf), scores_,
-                    {add(jt, index(t)), q0});
+      for (int64_t v = 0; v < chunkVectors; ++v) {
+        // The position of each lane's query row within its head.
+        Value q = add(q0, index(v * lanes));
+        Value firstLane =
+            splat(laneType, arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), q));
+        Value lanePosition = arith::AddIOp::create(b_, loc_, laneOffsets, firstLane);
+        if (blocking_.heads > 1) {
+          Value positions = arith::ConstantIntOp::create(b_, loc_, blocking_.positions, 32);
+          lanePosition =
+              arith::RemUIOp::create(b_, loc_, lanePosition, splat(laneType, positions));
+        }
+        for (int64_t t = 0; t < tile; ++t) {
+          Value valid = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sge, lanePosition,
+                                              splat(laneType, firstValid[t]));
+          storeVector(arith::SelectOp::create(b_, loc_, valid, sums[t * chunkVectors + v], negInf),
+                      scores_, {add(jt, index(t)), q});
+        }
       }
     };
     // The block's queries in chunks (one, the whole block, when a tile spans it).
@@ -546,10 +556,11 @@ struct ConvertMhaAttentionToLoopsPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (queryBlock < 1 || keyBlock < 1 || vectorLanes < 1 || accumulatorRegisters < 1 ||
-        tileVectors < 1) {
+    if (queryBlock < 1 || groupedQueryBlock < 0 || keyBlock < 1 || vectorLanes < 1 ||
+        accumulatorRegisters < 1 || tileVectors < 1) {
       getOperation().emitError("query-block, key-block, vector-lanes, accumulator-registers "
-                               "and tile-vectors must be positive");
+                               "and tile-vectors must be positive, grouped-query-block not "
+                               "negative");
       return signalPassFailure();
     }
     SmallVector<mha::AttentionOp> ops;
@@ -560,7 +571,8 @@ struct ConvertMhaAttentionToLoopsPass
       // key/value head, in whole vectors of rows. A short static sequence (decoding, S = 7)
       // takes its own length rather than a mostly empty block.
       int64_t heads = op.getGroupSize();
-      int64_t positions = std::max<int64_t>(1, queryBlock / heads);
+      int64_t block = heads > 1 && groupedQueryBlock > 0 ? groupedQueryBlock : queryBlock;
+      int64_t positions = std::max<int64_t>(1, block / heads);
       int64_t seq = op.getQuery().getType().getDimSize(1);
       if (!ShapedType::isDynamic(seq))
         positions = std::min(positions, seq);

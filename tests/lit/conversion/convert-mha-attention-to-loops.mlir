@@ -1,9 +1,11 @@
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=16 key-block=64}))" | FileCheck %s
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=48 key-block=48 vector-lanes=8 accumulator-registers=12 tile-vectors=2}))" | FileCheck %s --check-prefix=AVX2 --implicit-check-not="vector<48xf32>"
+// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=48 grouped-query-block=64 key-block=96}))" | FileCheck %s --check-prefix=AVX512 --implicit-check-not="vector<48xf32>"
 // RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=0}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
 // RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{accumulator-registers=0}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
 // RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{tile-vectors=0}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
-// BAD-OPTION: error: query-block, key-block, vector-lanes, accumulator-registers and tile-vectors must be positive
+// RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{grouped-query-block=-1}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
+// BAD-OPTION: error: query-block, key-block, vector-lanes, accumulator-registers and tile-vectors must be positive, grouped-query-block not negative
 
 // One parallel iteration per (batch, head, query block), each with its own scratch: the block's
 // queries transposed (head_dim x query-block), one block of scores kept transposed (key-block x
@@ -71,10 +73,11 @@
 // AVX2:           scf.for %{{.*}} = %c0 to %{{.*}} step %c6
 // AVX2-COUNT-24:    memref.prefetch %{{.*}}, read, locality<3>, data : memref<?x300x256xf32, {{.*}}>
 // AVX2-NEXT:        scf.for %[[CHUNK:.*]] = %c0 to %c48 step %c16
-// AVX2-NEXT:          scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
-// AVX2:                 vector.load %{{.*}}[%{{.*}}, %[[CHUNK]]] : memref<64x48xf32>, vector<16xf32>
+// A chunk is carried as its two 8-lane vectors per key row: 12 accumulators.
+// AVX2-NEXT:          scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// AVX2:                 vector.load %{{.*}}[%{{.*}}, %[[CHUNK]]] : memref<64x48xf32>, vector<8xf32>
 // AVX2-NOT:           arith.remui
-// AVX2:               vector.store %{{.*}}, %{{.*}}[%{{.*}}, %[[CHUNK]]] : memref<48x48xf32>, vector<16xf32>
+// AVX2:               vector.store %{{.*}}, %{{.*}}[%{{.*}}, %[[CHUNK]]] : memref<48x48xf32>, vector<8xf32>
 // AVX2:           arith.maximumf %{{.*}} : vector<8xf32>
 // AVX2:           vector.load %{{.*}}[%{{.*}}, %c40] : memref<48x48xf32>, vector<8xf32>
 // AVX2:         scf.for %{{.*}} step %c6
@@ -86,6 +89,16 @@
 // AVX2:           vector.load %{{.*}}[%{{.*}}, %c32] : memref<48x64xf32>, vector<16xf32>
 // AVX2:         scf.for %{{.*}} step %c6
 // AVX2:           vector.load %{{.*}}[%{{.*}}, %c48] : memref<48x64xf32>, vector<16xf32>
+// AVX-512's schedule: blocks of 48 queries (3 zmm). The score tile is 8 keys x the 3 vectors,
+// carried as 24 16-lane vectors (a 48-lane vector would reach LLVM, which scalarizes it); the
+// p.v tile is 6 query rows x the head's 4 vectors.
+// AVX512-LABEL: func.func @attention
+// AVX512:         scf.for %{{.*}} = %c0 to %{{.*}} step %c8
+// AVX512-NEXT:      arith.addi
+// AVX512:           scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> ([[V:vector<16xf32>]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]])
+// AVX512-COUNT-3:     vector.load %{{.*}} : memref<64x48xf32>, vector<16xf32>
+// AVX512:         scf.for %{{.*}} step %c6
+// AVX512:           scf.for %{{.*}} step %c1 iter_args({{.*}}) -> (vector<64xf32>, vector<64xf32>, vector<64xf32>, vector<64xf32>, vector<64xf32>, vector<64xf32>)
 func.func @attention(%q: tensor<?x100x256xf32>, %k: tensor<?x300x256xf32>, %v: tensor<?x300x256xf32>) -> tensor<?x100x256xf32> {
   %a = mha.attention %q, %k, %v heads(4) kv_heads(4) head_dim(64) scale(0.125) : (tensor<?x100x256xf32>, tensor<?x300x256xf32>, tensor<?x300x256xf32>) -> tensor<?x100x256xf32>
   return %a : tensor<?x100x256xf32>
@@ -112,6 +125,13 @@ func.func @attention(%q: tensor<?x100x256xf32>, %k: tensor<?x300x256xf32>, %v: t
 // CHECK:             %[[ROW:.*]] = arith.addi %[[P]], %c8
 // CHECK:             memref.load %{{.*}}[%[[ROW]]]
 // CHECK:             vector.transfer_write %{{.*}}[%{{.*}}, %{{.*}}, %[[SECOND]]]
+// With AVX-512's schedule, a grouped block has grouped-query-block = 64 rows, not 48: 32
+// positions of each of the 2 heads, whole vectors, so its queries transpose in 16 x 16 tiles.
+// 100 positions make 4 blocks per group.
+// AVX512-LABEL: func.func @grouped
+// AVX512:         scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = (%c0, %c0, %c0) to (%{{.*}}, %c2, %c4)
+// AVX512:           memref.alloca() {alignment = 64 : i64} : memref<64x64xf32>
+// AVX512:           vector.transpose %{{.*}}, [1, 0] : vector<16x16xf32> to vector<16x16xf32>
 func.func @grouped(%q: tensor<?x100x256xf32>, %k: tensor<?x300x128xf32>, %v: tensor<?x300x128xf32>) -> tensor<?x100x256xf32> {
   %a = mha.attention %q, %k, %v heads(4) kv_heads(2) head_dim(64) scale(0.125) causal : (tensor<?x100x256xf32>, tensor<?x300x128xf32>, tensor<?x300x128xf32>) -> tensor<?x100x256xf32>
   return %a : tensor<?x100x256xf32>
