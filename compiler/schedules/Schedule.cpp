@@ -36,16 +36,16 @@ Schedule defaultSchedule(const CpuTarget &target) {
   // 64 -> 48: (1, 512, 768, 12) 20.98 -> 20.52 ms, (1, 197) 6.75 -> 6.63, causal (1, 2048)
   // 116.8 -> 115.1, (4, 512, 1024, 16) 142.1 -> 139.5, (8, 128) 31.4 -> 31.5. A grouped
   // layer's block keeps 64 rows: 48 would be 12 positions of each of 4 heads, no whole vectors,
-  // and its queries would be transposed element by element. On AVX2
-  // both are the projections' 6 x 16 (6 rows x 2 ymm, 12 accumulators, 2 loads and 6
-  // broadcasts per 12 FMAs): 6 keys x a 16-query chunk of the block, 6 query rows x 16 columns
-  // of the head. The tiles they replaced, 2 x 32 (8 accumulators, 6 loads per 8 FMAs, each
+  // and its queries would be transposed element by element.
+  // On AVX2 both attention products are the projections' 6 x 16 (6 rows x 2 ymm, 12 accumulators, 2
+  // loads and 6 broadcasts per 12 FMAs): 6 keys x a 16-query chunk of the block, 6 query rows x 16
+  // columns of the head. The tiles they replaced, 2 x 32 (8 accumulators, 6 loads per 8 FMAs, each
   // accumulator's FMAs a latency apart), ran both products at 63 GFLOP/s in a C copy of the two
-  // loop nests, the 6 x 16 tiles at 76 (bench/micro/attention_tiles.c, clang, Zen 3). Blocks of
-  // 48 queries and 48 keys are multiples of 6 rows and of 8 lanes; their scratch (queries 12
-  // KiB, scores 9, accumulators 12) stays about Zen 3's 32 KiB L1 wide. Zen 3 VM, 1 thread,
-  // medians of 6-8 rounds, old -> new: (1, 512, 768, 12) 53.4 -> 52.0 ms, (8, 128, 768, 12)
-  // 81.6 -> 77.8, (1, 197, 768, 12) 17.4 -> 16.6, (1, 2048, 768, 12) causal 272 -> 265.
+  // loop nests, the 6 x 16 tiles at 76 (bench/micro/attention_tiles.c, clang, Zen 3). Blocks of 48
+  // queries and 48 keys are multiples of 6 rows and of 8 lanes; their scratch (queries 12 KiB,
+  // scores 9, accumulators 12) stays about Zen 3's 32 KiB L1 wide. Zen 3 VM, 1 thread, medians of
+  // 6-8 rounds, old -> new: (1, 512, 768, 12) 53.4 -> 52.0 ms, (8, 128, 768, 12) 81.6 -> 77.8, (1,
+  // 197, 768, 12) 17.4 -> 16.6, (1, 2048, 768, 12) causal 272 -> 265.
   // The defaults of ProjectionSchedule and AttentionSchedule are AVX-512's.
   if (target.vectorBits < 512) {
     schedule.projection.cacheTile = {72, 128};
