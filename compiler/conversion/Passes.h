@@ -27,9 +27,6 @@ constexpr llvm::StringLiteral kParameterAttr = "mhac.parameter";
 constexpr llvm::StringLiteral kPreparedWeightAttr = "mhac.prepared_weight";
 /// On the linalg op of each projection, for the schedule to find.
 constexpr llvm::StringLiteral kProjectionAttr = "mhac.projection";
-/// On the reduction loop of a register tile whose weight block every row tile re-reads (see
-/// mhac-prefetch-weight-blocks).
-constexpr llvm::StringLiteral kWeightStreamAttr = "mhac.weight_stream";
 /// The function that prepares the parameters of layer NAME is `mhac_prepare_NAME`.
 constexpr llvm::StringLiteral kPreparationPrefix = "mhac_prepare_";
 

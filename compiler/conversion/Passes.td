@@ -139,27 +139,6 @@ def ConvertParallelToMhacRuntime
   ];
 }
 
-def PrefetchWeightBlocks : Pass<"mhac-prefetch-weight-blocks", "mlir::func::FuncOp"> {
-  let summary = "Prefetch the next block of a projection's weights while row tiles share this one";
-  let description = [{
-    Runs on buffers. Each `scf.for` marked `mhac.weight_stream` (by the schedule) is the
-    reduction loop of a register tile, directly inside the loop over the row tiles of a cache
-    tile; it reads, through a subview, a contiguous block of weights that every row tile
-    re-reads. The cache tile visits the blocks in memory order, so the next block is the next
-    stretch of the same buffer: each row tile prefetches its share of it into L1, in a loop of
-    its own just before its reduction (whose steps keep only their loads and FMAs), so that
-    the next block's first row tile does not wait on L3. A row tile whose reduction was
-    unrolled with a remainder loop prefetches its share once.
-    Prefetches stay inside the buffer, which must have the identity layout. Marked loops of
-    another shape (a lone leftover tile, whose row loop folded away) get no prefetches. The
-    mark is removed.
-  }];
-  let dependentDialects = [
-    "mlir::arith::ArithDialect",
-    "mlir::memref::MemRefDialect",
-  ];
-}
-
 def Bf16AsI16 : Pass<"mhac-bf16-as-i16", "mlir::ModuleOp"> {
   let summary = "Retype the bf16 values of the LLVM dialect as i16";
   let description = [{

@@ -93,8 +93,12 @@ static LogicalResult bufferize(ModuleOp module) {
   return bufferization::runOneShotModuleBufferize(module, options, state);
 }
 
+LogicalResult applyTilingSchedule(ModuleOp module, const Schedule &schedule) {
+  return applyTransformScript(module, buildTilingScript(schedule));
+}
+
 LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const Schedule &schedule) {
-  if (failed(applyTransformScript(module, buildTilingScript(schedule))) ||
+  if (failed(applyTilingSchedule(module, schedule)) ||
       failed(runPipeline(module, "canonicalize, cse, mhac-layer-results-to-out-arguments,"
                                  "eliminate-empty-tensors")) ||
       failed(bufferize(module)) ||
@@ -104,8 +108,7 @@ LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const Schedule &schedule
     return failure();
   return runPipeline(
       module,
-      "func.func(mhac-prefetch-weight-blocks, lower-vector-mask,"
-      "          convert-vector-to-scf{full-unroll=true},"
+      "func.func(lower-vector-mask, convert-vector-to-scf{full-unroll=true},"
       "          convert-linalg-to-loops),"
       // Ownership-based deallocation frees the intermediates; it cannot see into
       // vector.mask regions, so it runs after masks are lowered.

@@ -28,6 +28,10 @@ mlir::LogicalResult lowerMhaToLinalg(mlir::ModuleOp module, const Schedule &sche
 /// linalg -> LLVM dialect: applies the schedule's transform script, bufferizes (layer functions
 /// then write their result into a last memref argument), lowers vectors and loops, and converts
 /// everything to the LLVM dialect. Expects the output of `lowerMhaToLinalg`.
+/// The first step of lowerLinalgToLLVMDialect: the schedule's tiling script (tiles, fusion and
+/// vectorization on tensors), on its own for mhac-opt's tests of the schedule.
+mlir::LogicalResult applyTilingSchedule(mlir::ModuleOp module, const Schedule &schedule);
+
 mlir::LogicalResult lowerLinalgToLLVMDialect(mlir::ModuleOp module, const Schedule &schedule);
 
 } // namespace mhac

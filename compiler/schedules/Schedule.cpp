@@ -14,20 +14,31 @@ Schedule defaultSchedule(const CpuTarget &target) {
   Schedule schedule;
   // A projection's register tile is rows x one weight panel of f32 accumulators: 6 x 64 fills
   // 24 of the 32 zmm registers on AVX-512 (4 loads and 6 broadcasts feed 24 FMAs, against 10
-  // for 16 with 8 x 32), its 128-deep blocks of a panel (32 KiB) stay in L1 across the row
-  // tiles; 6 x 16 fills 12 of the 16 ymm registers on AVX2. Their reduction loops are unrolled
-  // by 4: a step is then its loads and FMAs alone (AVX2: 21 instructions for 12 FMAs, was 31
-  // with the loop's and a prefetch's), which matters most when a core's front end is shared.
-  // Zen 3 VM, (1, 128, 768, 12), 1 thread, medians: 13.7 -> 9.1 ms, oneDNN 10.7 in the same run.
-  // A cache tile passes over all of its rows' inputs (rows x K) once per panel: on AVX2 (L2 of
-  // 256 KiB to 1 MiB; Zen 3: 512 KiB) 72 rows keep them in L2 up to K = 1024 (288 KiB), where
-  // 256 rows (768 KiB at K = 768) came from L3 for every panel. A multiple of 6, so no tile has
-  // edge rows but the last. cachegrind, Zen 3's L2, (1, 512, 768, 12): 17.3M -> 5.9M misses.
-  // On AVX-512 the cache tiles have 258 rows, the multiple of 6 nearest 256: with 256, every
-  // cache tile ended in 4 rows run one by one (1 x 64 tiles, 4 accumulators each a latency
-  // apart), 1.6-2.2% of a projection's samples for 1.6% of its work (perf, Xeon, D = 768 and
-  // 1024). Alternating, 1 thread, a projection-only layer of 2048 rows at D = 1024: 115.3 ->
-  // 112.7 ms and 114.8 -> 114.0 in two runs; at D = 768 within the noise.
+  // for 16 with 8 x 32); 6 x 16 fills 12 of the 16 ymm registers on AVX2. Their reduction loops
+  // are unrolled by 4: a step is then its loads and FMAs alone (AVX2: 21 instructions for 12
+  // FMAs, was 31 with the loop's and a prefetch's), which matters most when a core's front end
+  // is shared. Zen 3 VM, (1, 128, 768, 12), 1 thread, medians: 13.7 -> 9.1 ms, oneDNN 10.7.
+  // A register tile runs over the whole reduction, its accumulators in registers from the bias
+  // to the one store, and reads its panel (K x 64 on AVX-512: 192 KiB at K = 768) from L2. The
+  // tiles used to stop every 128 inputs, with the panel's 32 KiB block in L1: each block then
+  // loaded and stored every accumulator (the cache tile's 66 KiB of them from L2), and the
+  // bias was first written over the whole cache tile (a burst of stores, each line fetched for
+  // ownership). Predicted from perf's shares (bias 4%, accumulators) and a C copy of both loop
+  // nests (4-9% apart): 5-10% off a projection. Xeon, 1 thread, alternating, medians of 5, a
+  // projection-only layer of 2048 rows at D = 1024: 119.6 -> 110.9 ms; 1024 rows at D = 768:
+  // 31.2 -> 29.6. The weight prefetches that fetched the next block into L1 then cost 6% at
+  // D = 1024 (a whole panel to fetch, with the cache tile's inputs, crowds L2) and nothing at
+  // D = 768, on AVX2 code 2-5%: they are gone. A cache tile is 258 rows (43 register tiles)
+  // x one panel: its inputs (rows x K: 1 MiB at K = 1024) and its panel stay in L2 together,
+  // where two panels of 128 columns measured 5% slower at D = 1024 and the same at D = 768.
+  // Whole layers, 1 thread, old -> new: (4, 512, 1024, 16) 151.6 -> 134.7 ms, (1, 512, 768,
+  // 12) 21.0 -> 20.7, (8, 128) 35.5 -> 33.1, (1, 197) 6.85 -> 6.72; 2 threads: 75.3 -> 68.4,
+  // 10.97 -> 10.15. 258 is the multiple of 6 nearest 256: with 256, every cache tile ended in
+  // 4 rows run one by one (1 x 64 tiles, each accumulator's FMAs a latency apart).
+  // On AVX2 (L2 of 256 KiB to 1 MiB; Zen 3: 512 KiB) a cache tile of 72 rows keeps its inputs
+  // in L2 up to K = 1024 (288 KiB), where 256 rows (768 KiB at K = 768) came from L3 for every
+  // panel; cachegrind, Zen 3's L2, (1, 512, 768, 12): 17.3M -> 5.9M misses. A multiple of 6,
+  // so no tile has edge rows but the last.
   // Attention's two products are register tiles too. On AVX-512 both fill 24 zmm: a block of 48
   // queries is 3 vectors, the score tile 8 keys x those 3 vectors (3 loads and 8 broadcasts per
   // 24 FMAs), the p.v tile 6 query rows x the head of 64 in 4 vectors (4 loads, 6 broadcasts).
@@ -126,27 +137,6 @@ module attributes {{transform.with_named_sequence} {{
     transform.yield
   }
 
-  // Matches a panel projection (loops: row, panel, column, k) deeper than one reduction block.
-  transform.named_sequence @match_deep_panel_reduction(%op: !transform.any_op {{transform.readonly})
-      -> !transform.any_op {{
-    transform.match.operation_name %op ["linalg.generic"] : !transform.any_op
-    transform.match.structured %op : !transform.any_op {{
-    ^bb0(%s: !transform.any_op):
-      %k = transform.match.structured.dim %s[3] : (!transform.any_op) -> !transform.param<i64>
-      %block = transform.param.constant {5} : i64 -> !transform.param<i64>
-      transform.match.param.cmpi gt %k, %block : !transform.param<i64>
-      transform.match.structured.yield
-    }
-    transform.yield %op : !transform.any_op
-  }
-
-  transform.named_sequence @block_panel_reduction(%op: !transform.any_op {{transform.consumed}) {{
-    %blocked, %depth = transform.structured.tile_using_for %op tile_sizes [0, 0, 0, {5}]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    transform.include @peel failures(suppress) (%depth) : (!transform.any_op) -> ()
-    transform.yield
-  }
-
   // Matches a panel projection's register tile of static shape.
   transform.named_sequence @match_full_panel_tile(%op: !transform.any_op {{transform.readonly})
       -> !transform.any_op {{
@@ -166,19 +156,39 @@ module attributes {{transform.with_named_sequence} {{
   transform.named_sequence @vectorize_full_panel_tile(%tile: !transform.any_op {{transform.consumed}) {{
     %step, %reduction = transform.structured.tile_using_for %tile tile_sizes [0, 0, 0, 1]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    transform.annotate %reduction "mhac.weight_stream" : !transform.any_op
+    transform.annotate %reduction "mhac.panel_reduction" : !transform.any_op
     transform.structured.vectorize %step : !transform.any_op
+    transform.yield
+  }
+
+  // Matches an accumulator initialization (the bias broadcast or the zero fill) of static shape.
+  transform.named_sequence @match_full_init(%op: !transform.any_op {{transform.readonly})
+      -> !transform.any_op {{
+    transform.match.operation_name %op ["linalg.generic", "linalg.fill"] : !transform.any_op
+    transform.match.structured %op : !transform.any_op {{
+    ^bb0(%s: !transform.any_op):
+      %zero = transform.param.constant 0 : i64 -> !transform.param<i64>
+      %d0 = transform.match.structured.dim %s[0] : (!transform.any_op) -> !transform.param<i64>
+      transform.match.param.cmpi ge %d0, %zero : !transform.param<i64>
+      transform.match.structured.yield
+    }
+    transform.yield %op : !transform.any_op
+  }
+
+  transform.named_sequence @vectorize(%op: !transform.any_op {{transform.consumed}) {{
+    transform.structured.vectorize %op : !transform.any_op
     transform.yield
   }
 
   transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.readonly}) {{
     // Panel projections (weights packed as [N / P][K][P]): cache tiles of rows x panels as an
-    // scf.forall with the accumulator's initialization fused; inside, one panel at a time, its
-    // reduction blocks in order (so the weights are read in memory order), and for each block
-    // the register tiles of rows x one panel; full tiles vectorized, their reduction loops
-    // marked for mhac-prefetch-weight-blocks; edge rows one by one. The initialization is
-    // vectorized one row of one panel at a time (element by element, it was 2% of a call).
-    // A projection of fewer rows than a cache tile (the edge rows convert-mha-to-linalg splits
+    // scf.forall; inside, one panel at a time, and for each panel the register tiles of rows x
+    // that panel, each over the whole reduction: its accumulators start from the bias (or zero)
+    // in registers and are stored once, and the panel (K x P) stays in L2 while the cache
+    // tile's rows pass over it. `structured.fuse` moves the initialization into each register
+    // tile through the loops' iteration arguments. Full tiles are vectorized and their
+    // reduction loops marked to be unrolled; edge rows go one by one. A
+    // projection of fewer rows than a cache tile (the edge rows convert-mha-to-linalg splits
     // off) has a forall dimension of one iteration: the loop canonicalization, which knows the
     // induction variables' ranges, folds its tile sizes to the static row count, so that its
     // register tile is static and vectorized whole.
@@ -193,25 +203,15 @@ module attributes {{transform.with_named_sequence} {{
           : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
       %fusedInit, %forall = transform.structured.fuse_into_containing_op %init into %tiles
           : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
-      %initTile, %initRows, %initPanels = transform.structured.tile_using_for %fusedInit
-          tile_sizes [1, 1, 0]
+      %micro, %panels, %rows = transform.structured.fuse %tiled tile_sizes [{2}, 1, 0, 0]
+          interchange [1, 0, 2, 3]
           : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
-      transform.structured.vectorize %initTile : !transform.any_op
-      %panel, %panelLoop = transform.structured.tile_using_for %tiled tile_sizes [0, 1, 0, 0]
-          : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-      %reblocked = transform.foreach_match in %forall
-          @match_deep_panel_reduction -> @block_panel_reduction
-          : (!transform.any_op) -> !transform.any_op
-      %blocked = transform.structured.match ops{{["linalg.generic"]}
-          attributes {{mhac.projection} in %reblocked : (!transform.any_op) -> !transform.any_op
-      %micro, %rows = transform.structured.tile_using_for %blocked tile_sizes [{2}, 0, 0, 0]
-          : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
       transform.include @peel failures(suppress) (%rows) : (!transform.any_op) -> ()
-      transform.apply_patterns to %reblocked {{
+      transform.apply_patterns to %forall {{
         transform.apply_patterns.scf.for_loop_canonicalization
         transform.apply_patterns.canonicalization
       } : !transform.any_op
-      %vectorized = transform.foreach_match in %reblocked
+      %vectorized = transform.foreach_match in %forall
           @match_full_panel_tile -> @vectorize_full_panel_tile
           : (!transform.any_op) -> !transform.any_op
       %partial = transform.structured.match ops{{["linalg.generic"]}
@@ -221,6 +221,19 @@ module attributes {{transform.with_named_sequence} {{
         %row, %rowLoop, %rowReduction = transform.structured.tile_using_for %tile
             tile_sizes [1, 0, 0, 1]
             : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+        transform.structured.vectorize %row : !transform.any_op
+        transform.yield
+      }
+      // The initializations left: a full tile's is vectorized whole (its broadcast then
+      // becomes the accumulators' first value), an edge tile's one row at a time.
+      %withInits = transform.foreach_match in %vectorized @match_full_init -> @vectorize
+          : (!transform.any_op) -> !transform.any_op
+      %edgeInits = transform.structured.match interface{{LinalgOp} in %withInits
+          : (!transform.any_op) -> !transform.any_op
+      transform.foreach %edgeInits : !transform.any_op {{
+      ^bb1(%edgeInit: !transform.any_op):
+        %row, %rowLoop = transform.structured.tile_using_for %edgeInit tile_sizes [1]
+            : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
         transform.structured.vectorize %row : !transform.any_op
         transform.yield
       }
@@ -316,7 +329,7 @@ std::string buildVectorLoweringScript(const Schedule &schedule) {
   std::string unroll;
   if (schedule.projection.reductionUnroll > 1)
     unroll = llvm::formatv(R"mlir(
-    %streams = transform.structured.match ops{{["scf.for"]} attributes {{mhac.weight_stream}
+    %streams = transform.structured.match ops{{["scf.for"]} attributes {{mhac.panel_reduction}
         in %root : (!transform.any_op) -> !transform.any_op
     transform.foreach %streams : !transform.any_op {{
     ^bb0(%stream: !transform.any_op):

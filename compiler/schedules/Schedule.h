@@ -18,11 +18,14 @@ namespace mhac {
 
 /// Tiling of the projections, as matmuls [M = rows, N = out features, K = in features].
 struct ProjectionSchedule {
-  /// Cache tiles over [M, N]: the loops that keep a block of weights hot in L2.
-  std::array<int64_t, 2> cacheTile = {258, 128};
+  /// Cache tiles over [M, N]: the parallel tasks; their rows' inputs and one weight panel at a
+  /// time stay in L2 while the register tiles pass over them.
+  std::array<int64_t, 2> cacheTile = {258, 64};
   /// Register tiles over [M, N, K]: one vectorized micro-kernel step.
   std::array<int64_t, 3> registerTile = {6, 64, 1};
-  /// Inside a cache tile, the reduction is split into blocks of this many input features.
+  /// Projections whose weights are not packed in panels (widths that are no whole number of
+  /// panels) split a cache tile's reduction into blocks of this many input features; a panel
+  /// register tile runs over the whole reduction.
   int64_t reductionBlock = 128;
   /// A panel register tile's reduction loop does this many steps per iteration (unrolled).
   int64_t reductionUnroll = 4;

@@ -1,9 +1,10 @@
 //===- mhac-opt.cpp - mlir-opt with the mha dialect -----------------------===//
 //
-// Part of mhac. Drives the lit tests of the dialect and its passes.
+// Part of mhac. Drives the lit tests of the dialect, its passes and the schedule.
 //
 //===----------------------------------------------------------------------===//
 
+#include "ApplyTilingSchedulePass.h"
 #include "compiler/conversion/Passes.h"
 #include "dialects/mha/IR/MhaDialect.h"
 
@@ -16,6 +17,7 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mhac::registerMhacConversionPasses();
+  mhac::registerApplyTilingSchedulePass();
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
