@@ -32,9 +32,10 @@ Schedule defaultSchedule(const CpuTarget &target) {
   // x one panel: its inputs (rows x K: 1 MiB at K = 1024) and its panel stay in L2 together,
   // where two panels of 128 columns measured 5% slower at D = 1024 and the same at D = 768.
   // Whole layers, 1 thread, old -> new: (4, 512, 1024, 16) 151.6 -> 134.7 ms, (1, 512, 768,
-  // 12) 21.0 -> 20.7, (8, 128) 35.5 -> 33.1, (1, 197) 6.85 -> 6.72; 2 threads: 75.3 -> 68.4,
-  // 10.97 -> 10.15. 258 is the multiple of 6 nearest 256: with 256, every cache tile ended in
-  // 4 rows run one by one (1 x 64 tiles, each accumulator's FMAs a latency apart).
+  // 12) 21.0 -> 20.7, (8, 128) 35.5 -> 34.0, causal (1, 2048) 116.1 -> 112.6; 2 threads: 75.3
+  // -> 68.4, 10.97 -> 10.15, 16.4 -> 15.8, 58.3 -> 56.3. 258 is the multiple of 6 nearest 256:
+  // with 256, every cache tile ended in 4 rows run one by one (1 x 64 tiles, each
+  // accumulator's FMAs a latency apart).
   // On AVX2 (L2 of 256 KiB to 1 MiB; Zen 3: 512 KiB) a cache tile of 72 rows keeps its inputs
   // in L2 up to K = 1024 (288 KiB), where 256 rows (768 KiB at K = 768) came from L3 for every
   // panel; cachegrind, Zen 3's L2, (1, 512, 768, 12): 17.3M -> 5.9M misses. A multiple of 6,
