@@ -1,7 +1,7 @@
 /* The loop nest mhac generates for a projection, written by hand with AVX-512 intrinsics, to
  * tell what code generation loses from what the memory system costs (bench/RESULTS.md).
  *
- *   panel_gemm M N K WEIGHTS PREFETCH
+ *   panel_gemm M N K WEIGHTS PREFETCH [whole]
  *
  * C[M][N] += A[M][K] B with B packed as contiguous 64-column panels [N/64][K][64]: cache tiles
  * of 256 rows x 128 columns; inside, one panel at a time, its reduction blocks of 128 in order,
@@ -9,7 +9,9 @@
  * per 24 FMAs), edge rows one by one. PREFETCH = 1 makes row tile t of T prefetch lines
  * [t, t + 1) x lines / T of the next block, one per reduction step (mhac-prefetch-weight-blocks).
  * WEIGHTS distinct weight matrices and outputs are used in turn, as the projections of a layer
- * are: with 1, they stay in cache from one call to the next. Prints the median and best
+ * are: with 1, they stay in cache from one call to the next. With `whole`, the loop nest mhac
+ * has used since: for each panel, every row tile over the whole reduction, its accumulators
+ * loaded and stored once (PREFETCH is then ignored). Prints the median and best
  * GFLOP/s of 50 rounds. Build: cc -O3 -march=native panel_gemm.c -o panel_gemm
  */
 #define _POSIX_C_SOURCE 199309L
@@ -34,13 +36,13 @@ static double now(void) {
 
 /* C[rows][64] += A[rows][kBlock] Bblock[kBlock][64] for `rows` <= kRows, prefetching line
  * `firstLine + kk * perTile / kBlock` of `next` at step kk (none when `next` is NULL). */
-static void tile(int rows, const float *a, long lda, const float *block, float *c, long ldc,
+static void tile(int rows, int depth, const float *a, long lda, const float *block, float *c, long ldc,
                  const char *next, long firstLine, long perTile) {
   __m512 acc[kRows][kVectors];
   for (int i = 0; i < rows; ++i)
     for (int j = 0; j < kVectors; ++j)
       acc[i][j] = _mm512_loadu_ps(c + i * ldc + 16 * j);
-  for (int kk = 0; kk < kBlock; ++kk) {
+  for (int kk = 0; kk < depth; ++kk) {
     if (next)
       _mm_prefetch(next + 64 * (firstLine + kk * perTile / kBlock), _MM_HINT_T0);
     __m512 b[kVectors];
@@ -59,7 +61,18 @@ static void tile(int rows, const float *a, long lda, const float *block, float *
 
 /* One cache tile: rows [0, tileRows) of A and C, panels from `panels` on. */
 static void cacheTile(int tileRows, const float *a, long lda, const float *panels, int k,
-                      float *c, long ldc, int prefetch) {
+                      float *c, long ldc, int prefetch, int whole) {
+  if (whole) {
+    for (int n0 = 0; n0 < kTileColumns; n0 += kPanel) {
+      const float *panel = panels + (long)(n0 / kPanel) * k * kPanel;
+      int m0 = 0;
+      for (; m0 + kRows <= tileRows; m0 += kRows)
+        tile(kRows, k, a + (long)m0 * lda, lda, panel, c + (long)m0 * ldc + n0, ldc, NULL, 0, 0);
+      for (; m0 < tileRows; ++m0)
+        tile(1, k, a + (long)m0 * lda, lda, panel, c + (long)m0 * ldc + n0, ldc, NULL, 0, 0);
+    }
+    return;
+  }
   long tiles = tileRows / kRows, perTile = tiles ? (kBlockLines + tiles - 1) / tiles : 0;
   for (int n0 = 0; n0 < kTileColumns; n0 += kPanel)
     for (int k0 = 0; k0 < k; k0 += kBlock) {
@@ -68,10 +81,10 @@ static void cacheTile(int tileRows, const float *a, long lda, const float *panel
       const char *next = prefetch ? (const char *)(block + kBlock * kPanel) : NULL;
       int m0 = 0;
       for (; m0 + kRows <= tileRows; m0 += kRows)
-        tile(kRows, a + (long)m0 * lda + k0, lda, block, c + (long)m0 * ldc + n0, ldc, next,
+        tile(kRows, kBlock, a + (long)m0 * lda + k0, lda, block, c + (long)m0 * ldc + n0, ldc, next,
              (m0 / kRows) * perTile, perTile);
       for (; m0 < tileRows; ++m0)
-        tile(1, a + (long)m0 * lda + k0, lda, block, c + (long)m0 * ldc + n0, ldc, NULL, 0, 0);
+        tile(1, kBlock, a + (long)m0 * lda + k0, lda, block, c + (long)m0 * ldc + n0, ldc, NULL, 0, 0);
     }
 }
 
@@ -81,8 +94,9 @@ static int compare(const void *x, const void *y) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 6) {
-    fprintf(stderr, "usage: panel_gemm M N K WEIGHTS PREFETCH\n");
+  int whole = argc == 7 && strcmp(argv[6], "whole") == 0;
+  if (argc != 6 && !whole) {
+    fprintf(stderr, "usage: panel_gemm M N K WEIGHTS PREFETCH [whole]\n");
     return 2;
   }
   int m = atoi(argv[1]), n = atoi(argv[2]), k = atoi(argv[3]), weights = atoi(argv[4]);
@@ -112,13 +126,14 @@ int main(int argc, char **argv) {
         for (int col = 0; col < n; col += kTileColumns)
           cacheTile(m - r < kTileRows ? m - r : kTileRows, a + (long)r * k, k,
                     b[w] + (long)(col / kPanel) * k * kPanel, k, c[w] + (long)r * n + col, n,
-                    prefetch);
+                    prefetch, whole);
     seconds[round] = (now() - start) / weights;
   }
   qsort(seconds, kRounds, sizeof seconds[0], compare);
   double flop = 2.0 * m * n * k;
-  printf("M %d N %d K %d, %d weight%s, prefetch %s: median %.1f GFLOP/s, best %.1f\n", m, n, k,
-         weights, weights > 1 ? "s" : "", prefetch ? "on" : "off", flop / seconds[kRounds / 2] * 1e-9,
+  printf("M %d N %d K %d, %d weight%s, %s: median %.1f GFLOP/s, best %.1f\n", m, n, k,
+         weights, weights > 1 ? "s" : "",
+         whole ? "whole reductions" : prefetch ? "blocks, prefetch on" : "blocks, prefetch off", flop / seconds[kRounds / 2] * 1e-9,
          flop / seconds[0] * 1e-9);
   return c[0][1] == 12345.0f;
 }
