@@ -188,11 +188,11 @@ module attributes {{transform.with_named_sequence} {{
     // in registers and are stored once, and the panel (K x P) stays in L2 while the cache
     // tile's rows pass over it. `structured.fuse` moves the initialization into each register
     // tile through the loops' iteration arguments. Full tiles are vectorized and their
-    // reduction loops marked to be unrolled; edge rows go one by one. A
-    // projection of fewer rows than a cache tile (the edge rows convert-mha-to-linalg splits
-    // off) has a forall dimension of one iteration: the loop canonicalization, which knows the
-    // induction variables' ranges, folds its tile sizes to the static row count, so that its
-    // register tile is static and vectorized whole.
+    // reduction loops marked to be unrolled; edge rows go one by one. A projection of fewer
+    // rows than a cache tile (the edge rows convert-mha-to-linalg splits off) has a forall
+    // dimension of one iteration: the loop canonicalization, which knows the induction
+    // variables' ranges, folds its tile sizes to the static row count, so that its register
+    // tile is static and vectorized whole.
     %panelProjections = transform.structured.match ops{{["linalg.generic"]}
         attributes {{mhac.projection} in %root : (!transform.any_op) -> !transform.any_op
     transform.foreach %panelProjections : !transform.any_op {{
@@ -330,11 +330,11 @@ std::string buildVectorLoweringScript(const Schedule &schedule) {
   std::string unroll;
   if (schedule.projection.reductionUnroll > 1)
     unroll = llvm::formatv(R"mlir(
-    %streams = transform.structured.match ops{{["scf.for"]} attributes {{mhac.panel_reduction}
+    %reductions = transform.structured.match ops{{["scf.for"]} attributes {{mhac.panel_reduction}
         in %root : (!transform.any_op) -> !transform.any_op
-    transform.foreach %streams : !transform.any_op {{
-    ^bb0(%stream: !transform.any_op):
-      transform.loop.unroll %stream {{factor = {0}} : !transform.any_op
+    transform.foreach %reductions : !transform.any_op {{
+    ^bb0(%reduction: !transform.any_op):
+      transform.loop.unroll %reduction {{factor = {0}} : !transform.any_op
       transform.yield
     })mlir",
                            schedule.projection.reductionUnroll)
