@@ -7,7 +7,8 @@
  * of 256 rows x 128 columns; inside, one panel at a time, its reduction blocks of 128 in order,
  * and for each block every 6-row register tile (24 zmm accumulators: 4 loads and 6 broadcasts
  * per 24 FMAs), edge rows one by one. PREFETCH = 1 makes row tile t of T prefetch lines
- * [t, t + 1) x lines / T of the next block, one per reduction step (mhac-prefetch-weight-blocks).
+ * [t, t + 1) x lines / T of the next block, one per reduction step (mhac's loop nest until
+ * 2026-12-01, with its mhac-prefetch-weight-blocks pass).
  * WEIGHTS distinct weight matrices and outputs are used in turn, as the projections of a layer
  * are: with 1, they stay in cache from one call to the next. With `whole`, the loop nest mhac
  * has used since: for each panel, every row tile over the whole reduction, its accumulators
@@ -34,10 +35,10 @@ static double now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* C[rows][64] += A[rows][kBlock] Bblock[kBlock][64] for `rows` <= kRows, prefetching line
+/* C[rows][64] += A[rows][depth] Bblock[depth][64] for `rows` <= kRows, prefetching line
  * `firstLine + kk * perTile / kBlock` of `next` at step kk (none when `next` is NULL). */
-static void tile(int rows, int depth, const float *a, long lda, const float *block, float *c, long ldc,
-                 const char *next, long firstLine, long perTile) {
+static void tile(int rows, int depth, const float *a, long lda, const float *block, float *c,
+                 long ldc, const char *next, long firstLine, long perTile) {
   __m512 acc[kRows][kVectors];
   for (int i = 0; i < rows; ++i)
     for (int j = 0; j < kVectors; ++j)
@@ -81,10 +82,11 @@ static void cacheTile(int tileRows, const float *a, long lda, const float *panel
       const char *next = prefetch ? (const char *)(block + kBlock * kPanel) : NULL;
       int m0 = 0;
       for (; m0 + kRows <= tileRows; m0 += kRows)
-        tile(kRows, kBlock, a + (long)m0 * lda + k0, lda, block, c + (long)m0 * ldc + n0, ldc, next,
-             (m0 / kRows) * perTile, perTile);
+        tile(kRows, kBlock, a + (long)m0 * lda + k0, lda, block, c + (long)m0 * ldc + n0, ldc,
+             next, (m0 / kRows) * perTile, perTile);
       for (; m0 < tileRows; ++m0)
-        tile(1, kBlock, a + (long)m0 * lda + k0, lda, block, c + (long)m0 * ldc + n0, ldc, NULL, 0, 0);
+        tile(1, kBlock, a + (long)m0 * lda + k0, lda, block, c + (long)m0 * ldc + n0, ldc, NULL,
+             0, 0);
     }
 }
 
@@ -131,9 +133,11 @@ int main(int argc, char **argv) {
   }
   qsort(seconds, kRounds, sizeof seconds[0], compare);
   double flop = 2.0 * m * n * k;
-  printf("M %d N %d K %d, %d weight%s, %s: median %.1f GFLOP/s, best %.1f\n", m, n, k,
-         weights, weights > 1 ? "s" : "",
-         whole ? "whole reductions" : prefetch ? "blocks, prefetch on" : "blocks, prefetch off", flop / seconds[kRounds / 2] * 1e-9,
+  const char *loops = whole      ? "whole reductions"
+                      : prefetch ? "blocks, prefetch on"
+                                 : "blocks, prefetch off";
+  printf("M %d N %d K %d, %d weight%s, %s: median %.1f GFLOP/s, best %.1f\n", m, n, k, weights,
+         weights > 1 ? "s" : "", loops, flop / seconds[kRounds / 2] * 1e-9,
          flop / seconds[0] * 1e-9);
   return c[0][1] == 12345.0f;
 }

@@ -25,13 +25,13 @@ void registerCpuPipelineDialects(mlir::DialectRegistry &registry);
 /// mha -> linalg on tensors (projections) and blocked loops (attention).
 mlir::LogicalResult lowerMhaToLinalg(mlir::ModuleOp module, const Schedule &schedule);
 
-/// linalg -> LLVM dialect: applies the schedule's transform script, bufferizes (layer functions
-/// then write their result into a last memref argument), lowers vectors and loops, and converts
-/// everything to the LLVM dialect. Expects the output of `lowerMhaToLinalg`.
 /// The first step of lowerLinalgToLLVMDialect: the schedule's tiling script (tiles, fusion and
 /// vectorization on tensors), on its own for mhac-opt's tests of the schedule.
 mlir::LogicalResult applyTilingSchedule(mlir::ModuleOp module, const Schedule &schedule);
 
+/// linalg -> LLVM dialect: applies the schedule's transform script, bufferizes (layer functions
+/// then write their result into a last memref argument), lowers vectors and loops, and converts
+/// everything to the LLVM dialect. Expects the output of `lowerMhaToLinalg`.
 mlir::LogicalResult lowerLinalgToLLVMDialect(mlir::ModuleOp module, const Schedule &schedule);
 
 } // namespace mhac
