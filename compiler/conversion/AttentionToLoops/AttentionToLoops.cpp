@@ -168,9 +168,10 @@ private:
   void buildQueryTranspose(Value query, Value rows);
   /// Emits body(r, position, column of the row's head) for every valid row of the block.
   void forEachRow(Value rows, function_ref<void(Value, Value, Value)> body);
-  /// sT[j][:] for the keys j0 + [0, cols) (and up to the end of their last tile): valid lanes hold
-/// q.k, the others -inf.
-  void buildScores(Value j0, Value cols);
+  /// sT[j][:] for the keys j0 + [0, cols) (and up to the end of their last tile): q.k, or -inf
+  /// in the lanes of queries that cannot see the key where `crossesDiagonal` (causal: an i1
+  /// telling whether the block reaches past its first row's last key; null otherwise).
+  void buildScores(Value j0, Value cols, Value crossesDiagonal);
   /// o[i][:] = alpha[i] * o[i][:] + sum_{j < cols} pT[j][i] * v[j0 + j][:].
   void buildValueUpdate(Value j0, Value cols, Value rowsInUse);
 
@@ -267,7 +268,7 @@ void AttentionLowering::buildQueryTranspose(Value query, Value rows) {
   });
 }
 
-void AttentionLowering::buildScores(Value j0, Value cols) {
+void AttentionLowering::buildScores(Value j0, Value cols, Value crossesDiagonal) {
   int64_t tile = blocking_.keyTile, chunk = blocking_.queryChunk, lanes = blocking_.lanes;
   // A chunk is carried as its register-wide vectors, one by one: a chunk of three vectors as
   // one 48-lane vector came out of LLVM mostly scalarized (1280 instructions for 24 FMAs).
@@ -290,19 +291,16 @@ void AttentionLowering::buildScores(Value j0, Value cols) {
     SmallVector<Value> keyRows;
     for (int64_t t = 0; t < tile; ++t)
       keyRows.push_back(minIndex(add(add(j0, jt), index(t)), lastKey_));
-    // The query at position i0 + p sees key j when j < cols and, if causal,
-    // j0 + j <= i0 + p + diagonal: the valid lanes are those at positions from `first` on.
+    // Causal: the query at position i0 + p sees key j0 + j when j0 + j <= i0 + p + diagonal,
+    // so its valid lanes are those at positions from `first` on. Keys from `cols` on need no
+    // mask: the softmax and p.v loops stop at `cols`.
     SmallVector<Value> firstValid;
-    for (int64_t t = 0; t < tile; ++t) {
-      Value j = add(jt, index(t));
-      Value first = index(0);
-      if (op_.getCausal())
-        first = maxIndex(c0, sub(sub(add(j0, j), diagonal_), i0_));
-      Value inBlock = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::slt, j, cols);
-      Value none = index(blocking_.positions);
-      first = arith::SelectOp::create(b_, loc_, inBlock, minIndex(first, none), none);
-      firstValid.push_back(arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), first));
-    }
+    if (op_.getCausal())
+      for (int64_t t = 0; t < tile; ++t) {
+        Value first = maxIndex(c0, sub(sub(add(j0, add(jt, index(t))), diagonal_), i0_));
+        first = minIndex(first, index(blocking_.positions));
+        firstValid.push_back(arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), first));
+      }
     // The next tile's key rows, fetched to L1 while this one is computed: their lines would
     // otherwise arrive one by one as the head dimension is walked, each a miss the first chunk
     // waits for (long sequences keep a head's keys in L3: perf, causal S = 2048, the first
@@ -332,24 +330,43 @@ void AttentionLowering::buildScores(Value j0, Value cols) {
             }
             return next;
           });
-      for (int64_t v = 0; v < chunkVectors; ++v) {
-        // The position of each lane's query row within its head.
-        Value q = add(q0, index(v * lanes));
-        Value firstLane =
-            splat(laneType, arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), q));
-        Value lanePosition = arith::AddIOp::create(b_, loc_, laneOffsets, firstLane);
-        if (blocking_.heads > 1) {
-          Value positions = arith::ConstantIntOp::create(b_, loc_, blocking_.positions, 32);
-          lanePosition =
-              arith::RemUIOp::create(b_, loc_, lanePosition, splat(laneType, positions));
+      // Stores the chunk's scores, each lane masked to -inf where its query cannot see the key.
+      auto store = [&](bool masked) {
+        for (int64_t v = 0; v < chunkVectors; ++v) {
+          Value q = add(q0, index(v * lanes));
+          Value lanePosition;
+          if (masked) {
+            // The position of each lane's query row within its head.
+            Value firstLane =
+                splat(laneType, arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), q));
+            lanePosition = arith::AddIOp::create(b_, loc_, laneOffsets, firstLane);
+            if (blocking_.heads > 1) {
+              Value positions = arith::ConstantIntOp::create(b_, loc_, blocking_.positions, 32);
+              lanePosition =
+                  arith::RemUIOp::create(b_, loc_, lanePosition, splat(laneType, positions));
+            }
+          }
+          for (int64_t t = 0; t < tile; ++t) {
+            Value sum = sums[t * chunkVectors + v];
+            if (masked) {
+              Value valid = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sge,
+                                                  lanePosition, splat(laneType, firstValid[t]));
+              sum = arith::SelectOp::create(b_, loc_, valid, sum, negInf);
+            }
+            storeVector(sum, scores_, {add(jt, index(t)), q});
+          }
         }
-        for (int64_t t = 0; t < tile; ++t) {
-          Value valid = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sge, lanePosition,
-                                              splat(laneType, firstValid[t]));
-          storeVector(arith::SelectOp::create(b_, loc_, valid, sums[t * chunkVectors + v], negInf),
-                      scores_, {add(jt, index(t)), q});
-        }
+      };
+      if (!crossesDiagonal) {
+        store(/*masked=*/false);
+        return;
       }
+      auto ifOp = scf::IfOp::create(b_, loc_, crossesDiagonal, /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b_);
+      b_.setInsertionPointToStart(ifOp.thenBlock());
+      store(/*masked=*/true);
+      b_.setInsertionPointToStart(ifOp.elseBlock());
+      store(/*masked=*/false);
     };
     // The block's queries in chunks (one, the whole block, when a tile spans it).
     if (chunk == blocking_.queryBlock)
@@ -482,12 +499,17 @@ Value AttentionLowering::build() {
         ValueRange oldMax = carried.take_front(blockVectors);
         ValueRange oldSum = carried.drop_front(blockVectors);
         Value cols = minIndex(index(keyBlock), sub(blockEnd, j0));
-        buildScores(j0, cols);
+        // Only blocks past the diagonal of the block's first row need masks.
+        Value crossesDiagonal;
+        if (op_.getCausal())
+          crossesDiagonal = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sgt,
+                                                  add(j0, cols), add(add(i0_, diagonal_), c1));
+        buildScores(j0, cols, crossesDiagonal);
 
-        // m' = max(m, max_j sT[j]); rows past cols hold -inf and need no visit. The maximum is
-        // `s > m ? s : m`, one vmaxps (arith.maximumf's NaN propagation takes four
-        // instructions on x86): a NaN score is passed over here and still reaches the row's
-        // output through its p.
+        // m' = max(m, max_j sT[j]) over the block's keys (the rows of its last tile past cols
+        // are never read). The maximum is `s > m ? s : m`, one vmaxps (arith.maximumf's NaN
+        // propagation takes four instructions on x86): a NaN score is passed over here and
+        // still reaches the row's output through its p.
         SmallVector<Value> newMax = forLoop(c0, cols, c1, oldMax, [&](Value j, ValueRange partial) {
           SmallVector<Value> next;
           for (int64_t v = 0; v < blockVectors; ++v) {
