@@ -66,12 +66,18 @@
 // softmax state as the block's six 8-lane vectors (no 48-lane vector reaches LLVM); the p.v
 // update in four chunks of 16 columns of the head, 6 query rows each.
 // AVX2-LABEL: func.func @attention
+// AVX2:         %[[QUERY:.*]] = bufferization.to_buffer %arg0
+// AVX2:         %[[KEY:.*]] = bufferization.to_buffer %arg1
+// AVX2:         %[[VALUE:.*]] = bufferization.to_buffer %arg2
+// AVX2:         %[[OUT:.*]] = memref.alloc
 // AVX2:         vector.transpose %{{.*}}, [1, 0] : vector<8x8xf32> to vector<8x8xf32>
 // AVX2:         scf.for %{{.*}} = %c0 to %c300 step %c48 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
-// A tile of 6 keys first prefetches the next tile's 6 key rows (4 lines of 64 floats each), then
-// meets the block's queries chunk by chunk.
+// A tile of 6 keys first prefetches, row by row, the next tile's key row and its own value row
+// (4 lines of 64 floats each), then meets the block's queries chunk by chunk.
 // AVX2:           scf.for %{{.*}} = %c0 to %{{.*}} step %c6
-// AVX2-COUNT-24:    memref.prefetch %{{.*}}, read, locality<3>, data : memref<?x300x256xf32, {{.*}}>
+// AVX2-COUNT-4:     memref.prefetch %[[KEY]][{{.*}}], read, locality<3>, data
+// AVX2-COUNT-4:     memref.prefetch %[[VALUE]][{{.*}}], read, locality<3>, data
+// AVX2-COUNT-40:    memref.prefetch %{{.*}}, read, locality<3>, data : memref<?x300x256xf32, {{.*}}>
 // AVX2-NEXT:        scf.for %[[CHUNK:.*]] = %c0 to %c48 step %c16
 // A chunk is carried as its two 8-lane vectors per key row: 12 accumulators.
 // AVX2-NEXT:          scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
@@ -80,7 +86,14 @@
 // AVX2:               vector.store %{{.*}}, %{{.*}}[%{{.*}}, %[[CHUNK]]] : memref<48x48xf32>, vector<8xf32>
 // AVX2:           arith.maximumf %{{.*}} : vector<8xf32>
 // AVX2:           vector.load %{{.*}}[%{{.*}}, %c40] : memref<48x48xf32>, vector<8xf32>
+// The first key block's p.v tiles each prefetch their 6 rows' lines of the next iteration's
+// query block and of this block's output, to be written at the end.
 // AVX2:         scf.for %{{.*}} step %c6
+// AVX2:           %[[FIRST:.*]] = arith.cmpi eq, %{{.*}}, %c0 : index
+// AVX2-NEXT:      scf.if %[[FIRST]] {
+// AVX2-COUNT-6:     memref.prefetch %[[QUERY]][{{.*}}], read, locality<3>, data
+// AVX2:             memref.prefetch %[[OUT]][{{.*}}], write, locality<3>, data
+// AVX2:           }
 // AVX2:           vector.load %{{.*}}[%{{.*}}, %c0] : memref<48x64xf32>, vector<16xf32>
 // AVX2:           scf.for %{{.*}} step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // AVX2:         scf.for %{{.*}} step %c6
