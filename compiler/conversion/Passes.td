@@ -109,10 +109,12 @@ def LayerResultsToOutArguments
   let description = [{
     The C ABI passes `out` as the last argument. This pass gives every function returning a
     tensor an extra memref argument of that tensor's shape (identity layout) and materializes
-    the result into it (bufferization.materialize_in_destination). Where the result is the
-    last projection seen through reshapes, as with weight panels, bufferization computes it in
-    a buffer of its own and copies it into `out` once (2% of a BERT-base call); writing `out`
-    directly was measured 5% slower for callers whose buffer is not 64-byte aligned.
+    the result into it (bufferization.materialize_in_destination). A result computed in a
+    fresh tensor of its own type (walking back through reshapes, destination-style ops and
+    scf.forall's shared outputs) is computed in `out` itself: that tensor becomes a
+    `bufferization.to_tensor` of `out`, which takes over `restrict`, and bufferization has
+    nothing left to copy. eliminate-empty-tensors does not look behind reshapes, as the last
+    projection's weight panels need.
   }];
   let dependentDialects = [
     "mlir::bufferization::BufferizationDialect",

@@ -6,6 +6,8 @@
 
 #include "compiler/conversion/Passes.h"
 
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
+
 namespace mhac {
 #define GEN_PASS_DEF_LAYERRESULTSTOOUTARGUMENTS
 #include "compiler/conversion/Passes.h.inc"
@@ -15,6 +17,29 @@ using namespace mlir;
 
 namespace mhac {
 namespace {
+
+/// The use of a tensor.empty of `type` that `value` is computed in, found by walking back
+/// through the ops that write their destination in place: reshapes (their source),
+/// destination-style ops such as insert_slice and the tiles' linalg ops (their tied init) and
+/// scf.forall (its shared output). Null when the walk ends anywhere else.
+OpOperand *findResultTensor(Value value, Type type) {
+  OpOperand *use = nullptr;
+  while (Operation *op = value.getDefiningOp()) {
+    if (isa<tensor::EmptyOp>(op))
+      return value.getType() == type ? use : nullptr;
+    auto result = cast<OpResult>(value);
+    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op))
+      use = &op->getOpOperand(0);
+    else if (auto forall = dyn_cast<scf::ForallOp>(op))
+      use = forall.getTiedOpOperand(result);
+    else if (auto destination = dyn_cast<DestinationStyleOpInterface>(op))
+      use = destination.getTiedOpOperand(result);
+    else
+      return nullptr;
+    value = use->get();
+  }
+  return nullptr;
+}
 
 struct LayerResultsToOutArgumentsPass
     : impl::LayerResultsToOutArgumentsBase<LayerResultsToOutArgumentsPass> {
@@ -45,8 +70,21 @@ struct LayerResultsToOutArgumentsPass
         for (auto [value, out] : llvm::zip(ret.getOperands(), outs)) {
           auto materialize = bufferization::MaterializeInDestinationOp::create(
               b, ret.getLoc(), TypeRange{}, value, out);
-          materialize.setRestrict(true);
           materialize.setWritable(true);
+          // A result computed in a fresh tensor of its own type is computed in `out` itself:
+          // that tensor becomes `out`'s (its to_tensor takes over `restrict`), and
+          // bufferization leaves nothing to copy. eliminate-empty-tensors would not find it
+          // behind the reshapes of a projection's weight panels.
+          OpOperand *resultTensor = findResultTensor(value, value.getType());
+          if (!resultTensor) {
+            materialize.setRestrict(true);
+            continue;
+          }
+          OpBuilder atEntry = OpBuilder::atBlockBegin(&func.getBody().front());
+          resultTensor->set(bufferization::ToTensorOp::create(atEntry, func.getLoc(),
+                                                              value.getType(), out,
+                                                              /*restrict=*/true,
+                                                              /*writable=*/true));
         }
         func::ReturnOp::create(b, ret.getLoc());
         ret.erase();

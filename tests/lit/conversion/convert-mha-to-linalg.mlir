@@ -5,11 +5,13 @@
 // A projection with a bias: the weight and bias are marked as parameters, the accumulator
 // starts at the broadcast bias, the weight is transposed to [in, out] for the matmul (into rows
 // padded by 16 elements: 512 is a width whose rows would alias in L1), and the leading
-// dimensions are collapsed and restored around it.
+// dimensions are collapsed and restored around it. The layer returns the result, so it is
+// computed in a tensor of the result's shape, seen as rows (the layer's out buffer, later).
 // CHECK-LABEL: func.func @with_bias
 // CHECK-SAME:    (%[[X:.*]]: tensor<?x128x768xf32>, %[[W:.*]]: tensor<512x768xf32> {mhac.parameter}, %[[B:.*]]: tensor<512xf32> {mhac.parameter})
 // CHECK:         %[[ROWS:.*]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1], [2]] : tensor<?x128x768xf32> into tensor<?x768xf32>
-// CHECK:         %[[EMPTY:.*]] = tensor.empty(%{{.*}}) : tensor<?x512xf32>
+// CHECK:         %[[RESULT:.*]] = tensor.empty(%{{.*}}) : tensor<?x128x512xf32>
+// CHECK:         %[[EMPTY:.*]] = tensor.collapse_shape %[[RESULT]] {{\[\[}}0, 1], [2]] : tensor<?x128x512xf32> into tensor<?x512xf32>
 // CHECK:         %[[INIT:.*]] = linalg.generic {{.*}} ins(%[[B]] : tensor<512xf32>) outs(%[[EMPTY]] : tensor<?x512xf32>)
 // CHECK:         %[[PADDED:.*]] = tensor.empty() : tensor<768x528xf32>
 // CHECK:         %[[VIEW:.*]] = tensor.extract_slice %[[PADDED]][0, 0] [768, 512] [1, 1]
