@@ -24,9 +24,11 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
     (row, panel, column, k) writing the output seen as `[rows][out / P][P]`. Every projection
     op carries `mhac.projection`; every rearranged weight `mhac.prepared_weight`.
 
-    With `row-tile` = R, a panel projection over a static number of rows M > R that is not a
-    multiple of R becomes two, over rows [0, M - M % R) and the last M % R, each writing its
-    rows of the output in place: the schedule then sees the edge rows as a static shape.
+    With `row-tile` = R and `cache-rows` = C, a panel projection over a static number of rows
+    M > C that is not a multiple of R becomes two: the rows in whole cache tiles, [0, M - L),
+    and the last cache tile's L rows (0 < L <= C), each writing its rows of the output in place.
+    The last cache tile is then the only one of its projection, and the schedule sees its
+    M % R edge rows as a static register tile inside it.
 
     Projections whose results are only an attention's keys or values, at a width that is a
     multiple of 256 elements, write into rows padded by one cache line (a
@@ -39,8 +41,10 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
            "Columns of a packed weight panel (the register tile's width); 0 packs none">,
     Option<"rowTile", "row-tile", "int64_t", /*default=*/"0",
            "Rows of the register tile: a panel projection over a static number of rows that "
-           "is not a multiple splits its last rows off into a projection of their own; 0 "
+           "is not a multiple splits its last cache tile off into a projection of its own; 0 "
            "splits none">,
+    Option<"cacheRows", "cache-rows", "int64_t", /*default=*/"0",
+           "Rows of the cache tile (with row-tile; 0 splits none)">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

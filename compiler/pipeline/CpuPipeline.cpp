@@ -52,7 +52,8 @@ static LogicalResult runPipeline(ModuleOp module, StringRef pipeline) {
 LogicalResult lowerMhaToLinalg(ModuleOp module, const Schedule &schedule) {
   PassManager pm(module.getContext());
   pm.addNestedPass<func::FuncOp>(createConvertMhaToLinalg(ConvertMhaToLinalgOptions{
-      schedule.projection.registerTile[1], schedule.projection.registerTile[0]}));
+      schedule.projection.registerTile[1], schedule.projection.registerTile[0],
+      schedule.projection.cacheTile[0]}));
   pm.addPass(createSplitWeightPreparation());
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   funcPm.addPass(createConvertMhaAttentionToLoops(ConvertMhaAttentionToLoopsOptions{

@@ -188,11 +188,11 @@ module attributes {{transform.with_named_sequence} {{
     // in registers and are stored once, and the panel (K x P) stays in L2 while the cache
     // tile's rows pass over it. `structured.fuse` moves the initialization into each register
     // tile through the loops' iteration arguments. Full tiles are vectorized and their
-    // reduction loops marked to be unrolled; edge rows go one by one. A projection of fewer
-    // rows than a cache tile (the edge rows convert-mha-to-linalg splits off) has a forall
-    // dimension of one iteration: the loop canonicalization, which knows the induction
-    // variables' ranges, folds its tile sizes to the static row count, so that its register
-    // tile is static and vectorized whole.
+    // reduction loops marked to be unrolled; edge rows of a dynamic count go one by one. A
+    // projection of at most a cache tile's rows (a small layer, or the last cache tile that
+    // convert-mha-to-linalg splits off) has a forall dimension of one iteration: the loop
+    // canonicalization, which knows the induction variables' ranges, folds its tile sizes to
+    // the static row count, so that its edge register tile is static and vectorized whole.
     %panelProjections = transform.structured.match ops{{["linalg.generic"]}
         attributes {{mhac.projection} in %root : (!transform.any_op) -> !transform.any_op
     transform.foreach %panelProjections : !transform.any_op {{

@@ -121,13 +121,16 @@ Value panelMultiply(PatternRewriter &rewriter, Location loc, Value input, Value 
 /// one panel's rows from consecutive cache lines. The output is seen as [M][N / P][P] (a free
 /// reshape) and the accumulator starts at the bias.
 ///
-/// Where M is static and not a multiple of `rowTile` (the schedule's register tile rows), the
-/// last M % rowTile rows are a projection of their own: a tile of that many rows then has a
-/// static shape and is vectorized whole, where the rows left over inside a tiled projection
-/// (a number the tiling cannot prove) go one at a time, each accumulator's FMAs a latency
-/// apart. At S = 197 those 5 rows took 5.7% of a call (Zen 3, perf).
+/// Where M is static and not a multiple of `rowTile` (the schedule's register tile rows), its
+/// last cache tile (of `cacheRows`, the rest of M after whole cache tiles) is a projection of
+/// its own: being the only cache tile of its rows, its size is static, and so is the register
+/// tile its M % rowTile edge rows make, vectorized whole next to the full ones while the
+/// panel is in L2. Left inside a tiled projection, those rows (a number the tiling cannot
+/// prove) went one at a time, each accumulator's FMAs a latency apart: at S = 197, 5.7% of a
+/// call (Zen 3, perf). Split off as a projection of their own rows alone, they read every
+/// panel once more, from L3: 7% of a (1, 128, 768, 12) call (Xeon, perf).
 Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, mha::LinearOp op,
-                   Value destination, int64_t panel, int64_t rowTile) {
+                   Value destination, int64_t panel, int64_t rowTile, int64_t cacheRows) {
   auto weightType = op.getWeight().getType();
   int64_t out = weightType.getDimSize(0), in = weightType.getDimSize(1);
   int64_t panels = out / panel;
@@ -162,15 +165,17 @@ Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, mha::Li
                               cast<RankedTensorType>(bias.getType()).getElementType()),
         bias, ArrayRef<ReassociationIndices>{{0, 1}});
 
-  int64_t edgeRows = rowTile > 1 && !ShapedType::isDynamic(rows) && rows > rowTile
-                         ? rows % rowTile
-                         : 0;
-  if (edgeRows == 0) {
+  // Rows [0, M - last) in whole cache tiles, then the last cache tile's rows.
+  int64_t firstRows = rowTile > 1 && cacheRows > 0 && !ShapedType::isDynamic(rows) &&
+                              rows % rowTile != 0
+                          ? (rows - 1) / cacheRows * cacheRows
+                          : 0;
+  if (firstRows == 0) {
     acc = panelMultiply(rewriter, loc, input, packed, bias, acc);
   } else {
-    // Rows [0, M - edge) and [M - edge, M), each written in place into its rows of `acc`.
-    int64_t fullRows = rows - edgeRows;
-    for (auto [first, count] : {std::pair{int64_t(0), fullRows}, std::pair{fullRows, edgeRows}}) {
+    // Each part written in place into its rows of `acc`.
+    for (auto [first, count] :
+         {std::pair{int64_t(0), firstRows}, std::pair{firstRows, rows - firstRows}}) {
       RowRange inputRange(rewriter, loc, input, first, count);
       RowRange accRange(rewriter, loc, acc, first, count);
       Value inputRows = tensor::ExtractSliceOp::create(
@@ -248,8 +253,8 @@ private:
 };
 
 struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
-  LinearOpLowering(MLIRContext *ctx, int64_t panelWidth, int64_t rowTile)
-      : OpRewritePattern(ctx), panelWidth(panelWidth), rowTile(rowTile) {}
+  LinearOpLowering(MLIRContext *ctx, int64_t panelWidth, int64_t rowTile, int64_t cacheRows)
+      : OpRewritePattern(ctx), panelWidth(panelWidth), rowTile(rowTile), cacheRows(cacheRows) {}
 
   LogicalResult matchAndRewrite(mha::LinearOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -307,7 +312,8 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
                                                                      f32, dynamicRows);
     Value product;
     if (panelWidth > 0 && outFeatures % panelWidth == 0)
-      product = panelProduct(rewriter, loc, input, op, accumulator, panelWidth, rowTile);
+      product =
+          panelProduct(rewriter, loc, input, op, accumulator, panelWidth, rowTile, cacheRows);
     else
       product = matmulProduct(rewriter, loc, input, op, accumulator);
 
@@ -397,7 +403,7 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
     return matmul.getResult(0);
   }
 
-  int64_t panelWidth, rowTile;
+  int64_t panelWidth, rowTile, cacheRows;
 };
 
 struct ConvertMhaToLinalgPass : impl::ConvertMhaToLinalgBase<ConvertMhaToLinalgPass> {
@@ -405,7 +411,7 @@ struct ConvertMhaToLinalgPass : impl::ConvertMhaToLinalgBase<ConvertMhaToLinalgP
 
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<LinearOpLowering>(&getContext(), panelWidth, rowTile);
+    patterns.add<LinearOpLowering>(&getContext(), panelWidth, rowTile, cacheRows);
     // One walk, without folding: each projection is rewritten exactly once, as written.
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }

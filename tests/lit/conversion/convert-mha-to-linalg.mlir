@@ -1,6 +1,6 @@
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg))" | FileCheck %s
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg{panel-width=16}))" | FileCheck %s --check-prefix=PANELS
-// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg{panel-width=16 row-tile=6}))" | FileCheck %s --check-prefix=EDGES
+// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg{panel-width=16 row-tile=6 cache-rows=12}))" | FileCheck %s --check-prefix=EDGES
 
 // A projection with a bias: the weight and bias are marked as parameters, the accumulator
 // starts at the broadcast bias, the weight is transposed to [in, out] for the matmul (into rows
@@ -103,35 +103,38 @@ func.func @keys_and_values(%x: tensor<1x64x512xf32>, %wq: tensor<512x512xf32>, %
   return %a : tensor<1x64x512xf32>
 }
 
-// With row-tile=6, a panel projection over 8 static rows is two: rows [0, 6) and the 2 edge
-// rows, each with its own accumulator initialization, written in place into their rows of
-// the output.
+// With row-tile=6 and cache-rows=12, a panel projection over 20 static rows is two: the 12
+// rows of the whole cache tile and the last cache tile's 8 (one register tile and 2 edge
+// rows, static in a cache tile of its own), each with its own accumulator initialization,
+// written in place into their rows of the output.
 // EDGES-LABEL: func.func @edge_rows
-// EDGES:         %[[ACC:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [8, 2, 16] : tensor<8x32xf32> into tensor<8x2x16xf32>
-// EDGES:         %[[X6:.*]] = tensor.extract_slice %[[X:.*]][0, 0] [6, 24] [1, 1] : tensor<8x24xf32> to tensor<6x24xf32>
-// EDGES:         %[[ACC6:.*]] = tensor.extract_slice %[[ACC]][0, 0, 0] [6, 2, 16] [1, 1, 1] : tensor<8x2x16xf32> to tensor<6x2x16xf32>
-// EDGES:         %[[INIT6:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[ACC6]] : tensor<6x2x16xf32>)
-// EDGES:         %[[P6:.*]] = linalg.generic {{.*}} ins(%[[X6]], %{{.*}} : tensor<6x24xf32>, tensor<2x24x16xf32>) outs(%[[INIT6]] : tensor<6x2x16xf32>) attrs = {mhac.projection}
-// EDGES:         %[[DONE6:.*]] = tensor.insert_slice %[[P6]] into %[[ACC]][0, 0, 0] [6, 2, 16] [1, 1, 1]
-// EDGES:         %[[X2:.*]] = tensor.extract_slice %[[X]][6, 0] [2, 24] [1, 1] : tensor<8x24xf32> to tensor<2x24xf32>
-// EDGES:         %[[ACC2:.*]] = tensor.extract_slice %[[DONE6]][6, 0, 0] [2, 2, 16] [1, 1, 1] : tensor<8x2x16xf32> to tensor<2x2x16xf32>
-// EDGES:         %[[INIT2:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[ACC2]] : tensor<2x2x16xf32>)
-// EDGES:         %[[P2:.*]] = linalg.generic {{.*}} ins(%[[X2]], %{{.*}} : tensor<2x24xf32>, tensor<2x24x16xf32>) outs(%[[INIT2]] : tensor<2x2x16xf32>) attrs = {mhac.projection}
-// EDGES:         %[[DONE:.*]] = tensor.insert_slice %[[P2]] into %[[DONE6]][6, 0, 0] [2, 2, 16] [1, 1, 1]
-// EDGES:         tensor.collapse_shape %[[DONE]] {{\[\[}}0], [1, 2]] : tensor<8x2x16xf32> into tensor<8x32xf32>
-func.func @edge_rows(%x: tensor<1x8x24xf32>, %w: tensor<32x24xf32>) -> tensor<1x8x32xf32> {
-  %y = mha.linear %x, %w : (tensor<1x8x24xf32>, tensor<32x24xf32>) -> tensor<1x8x32xf32>
-  return %y : tensor<1x8x32xf32>
+// EDGES:         %[[ACC:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [20, 2, 16] : tensor<20x32xf32> into tensor<20x2x16xf32>
+// EDGES:         %[[X12:.*]] = tensor.extract_slice %[[X:.*]][0, 0] [12, 24] [1, 1] : tensor<20x24xf32> to tensor<12x24xf32>
+// EDGES:         %[[ACC12:.*]] = tensor.extract_slice %[[ACC]][0, 0, 0] [12, 2, 16] [1, 1, 1] : tensor<20x2x16xf32> to tensor<12x2x16xf32>
+// EDGES:         %[[INIT12:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[ACC12]] : tensor<12x2x16xf32>)
+// EDGES:         %[[P12:.*]] = linalg.generic {{.*}} ins(%[[X12]], %{{.*}} : tensor<12x24xf32>, tensor<2x24x16xf32>) outs(%[[INIT12]] : tensor<12x2x16xf32>) attrs = {mhac.projection}
+// EDGES:         %[[DONE12:.*]] = tensor.insert_slice %[[P12]] into %[[ACC]][0, 0, 0] [12, 2, 16] [1, 1, 1]
+// EDGES:         %[[X8:.*]] = tensor.extract_slice %[[X]][12, 0] [8, 24] [1, 1] : tensor<20x24xf32> to tensor<8x24xf32>
+// EDGES:         %[[ACC8:.*]] = tensor.extract_slice %[[DONE12]][12, 0, 0] [8, 2, 16] [1, 1, 1] : tensor<20x2x16xf32> to tensor<8x2x16xf32>
+// EDGES:         %[[INIT8:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[ACC8]] : tensor<8x2x16xf32>)
+// EDGES:         %[[P8:.*]] = linalg.generic {{.*}} ins(%[[X8]], %{{.*}} : tensor<8x24xf32>, tensor<2x24x16xf32>) outs(%[[INIT8]] : tensor<8x2x16xf32>) attrs = {mhac.projection}
+// EDGES:         %[[DONE:.*]] = tensor.insert_slice %[[P8]] into %[[DONE12]][12, 0, 0] [8, 2, 16] [1, 1, 1]
+// EDGES:         tensor.collapse_shape %[[DONE]] {{\[\[}}0], [1, 2]] : tensor<20x2x16xf32> into tensor<20x32xf32>
+func.func @edge_rows(%x: tensor<1x20x24xf32>, %w: tensor<32x24xf32>) -> tensor<1x20x32xf32> {
+  %y = mha.linear %x, %w : (tensor<1x20x24xf32>, tensor<32x24xf32>) -> tensor<1x20x32xf32>
+  return %y : tensor<1x20x32xf32>
 }
 
-// Rows that are a multiple of the register tile, or not known until run time, stay one
-// projection (the dynamic rows' edge goes one row at a time).
+// Rows that are a multiple of the register tile, that fit in one cache tile (its edge rows
+// are then static already) or that are not known until run time stay one projection (the
+// dynamic rows' edge goes one row at a time).
 // EDGES-LABEL: func.func @whole_rows
-// EDGES-COUNT-2: attrs = {mhac.projection}
+// EDGES-COUNT-3: attrs = {mhac.projection}
 // EDGES-NOT:     attrs = {mhac.projection}
 // EDGES:         return
-func.func @whole_rows(%x: tensor<12x24xf32>, %d: tensor<?x24xf32>, %w: tensor<32x24xf32>) -> (tensor<12x32xf32>, tensor<?x32xf32>) {
-  %y = mha.linear %x, %w : (tensor<12x24xf32>, tensor<32x24xf32>) -> tensor<12x32xf32>
+func.func @whole_rows(%x: tensor<18x24xf32>, %e: tensor<8x24xf32>, %d: tensor<?x24xf32>, %w: tensor<32x24xf32>) -> (tensor<18x32xf32>, tensor<8x32xf32>, tensor<?x32xf32>) {
+  %y = mha.linear %x, %w : (tensor<18x24xf32>, tensor<32x24xf32>) -> tensor<18x32xf32>
+  %f = mha.linear %e, %w : (tensor<8x24xf32>, tensor<32x24xf32>) -> tensor<8x32xf32>
   %z = mha.linear %d, %w : (tensor<?x24xf32>, tensor<32x24xf32>) -> tensor<?x32xf32>
-  return %y, %z : tensor<12x32xf32>, tensor<?x32xf32>
+  return %y, %f, %z : tensor<18x32xf32>, tensor<8x32xf32>, tensor<?x32xf32>
 }
