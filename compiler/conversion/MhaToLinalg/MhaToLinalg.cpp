@@ -293,10 +293,10 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
     // (Not through tensor.reshape, which needs contiguous rows.)
     bool padRows = outFeatures % kAliasingWidth == 0 && resultType.getNumDynamicDims() <= 1 &&
                    feedsKeysOrValues(op);
-    // A result the layer returns is computed in a tensor of its own shape: eliminate-empty-tensors
-    // then makes it the caller's out buffer, where an [M, N] tensor (not the out argument's type)
-    // got a buffer of its own, copied into `out` at the end on one thread (perf, (8, 128, 768,
-    // 12): 1.2% of the layer on one thread).
+    // A result the layer returns is computed in a fresh tensor of its own shape, which
+    // mhac-layer-results-to-out-arguments then makes the caller's out buffer. An [M, N] tensor
+    // (not the out argument's type) got a buffer of its own, copied into `out` at the end on
+    // one thread (perf, (8, 128, 768, 12): 1.2% of the layer on one thread).
     bool returned = rank != 2 && resultType.getNumDynamicDims() <= 1 &&
                     llvm::all_of(op->getUsers(), llvm::IsaPred<func::ReturnOp>);
     SmallVector<Value> dynamicSizes;
