@@ -451,10 +451,13 @@ void AttentionLowering::buildRowPrefetches(Value rowTile) {
   Value positions = index(blocking_.positions);
   for (int64_t t = 0; t < blocking_.queryTile; ++t) {
     // Row r of a block is position r % positions of its group's query head r / positions;
-    // padding rows are clamped to the last position.
+    // padding rows are clamped to the last head and position, so that every address is in
+    // the buffers.
     Value r = add(rowTile, index(t));
     Value position = arith::RemUIOp::create(b_, loc_, r, positions);
-    Value headColumn = mul(arith::DivUIOp::create(b_, loc_, r, positions), index(headDim_));
+    Value head = minIndex(arith::DivUIOp::create(b_, loc_, r, positions),
+                          index(blocking_.heads - 1));
+    Value headColumn = mul(head, index(headDim_));
     Value nextRow = minIndex(add(nextI0_, position), lastPosition_);
     Value row = minIndex(add(i0_, position), lastPosition_);
     for (int64_t column = 0; column < headDim_; column += lineElements) {
