@@ -18,22 +18,23 @@ using namespace mlir;
 namespace mhac {
 namespace {
 
-/// The use of a tensor.empty of `type` that `value` is computed in, found by walking back
-/// through the ops that write their destination in place: reshapes (their source),
+/// The use of a tensor.empty of `result`'s type that `result` is computed in, found by walking
+/// back through the ops that write their destination in place: reshapes (their source),
 /// destination-style ops such as insert_slice and the tiles' linalg ops (their tied init) and
 /// scf.forall (its shared output). Null when the walk ends anywhere else.
-OpOperand *findResultTensor(Value value, Type type) {
+OpOperand *findResultTensor(Value result) {
   OpOperand *use = nullptr;
+  Value value = result;
   while (Operation *op = value.getDefiningOp()) {
     if (isa<tensor::EmptyOp>(op))
-      return value.getType() == type ? use : nullptr;
-    auto result = cast<OpResult>(value);
+      return value.getType() == result.getType() ? use : nullptr;
+    auto opResult = cast<OpResult>(value);
     if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op))
       use = &op->getOpOperand(0);
     else if (auto forall = dyn_cast<scf::ForallOp>(op))
-      use = forall.getTiedOpOperand(result);
+      use = forall.getTiedOpOperand(opResult);
     else if (auto destination = dyn_cast<DestinationStyleOpInterface>(op))
-      use = destination.getTiedOpOperand(result);
+      use = destination.getTiedOpOperand(opResult);
     else
       return nullptr;
     value = use->get();
@@ -75,7 +76,7 @@ struct LayerResultsToOutArgumentsPass
           // that tensor becomes `out`'s (its to_tensor takes over `restrict`), and
           // bufferization leaves nothing to copy. eliminate-empty-tensors would not find it
           // behind the reshapes of a projection's weight panels.
-          OpOperand *resultTensor = findResultTensor(value, value.getType());
+          OpOperand *resultTensor = findResultTensor(value);
           if (!resultTensor) {
             materialize.setRestrict(true);
             continue;
