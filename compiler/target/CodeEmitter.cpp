@@ -23,6 +23,7 @@ namespace mhac {
 Expected<std::unique_ptr<Module>> translateAndOptimize(mlir::ModuleOp module,
                                                        ArrayRef<LayerABI> layers,
                                                        TargetMachine &machine,
+                                                       StringRef tuneCpu,
                                                        LLVMContext &context) {
   std::unique_ptr<Module> llvmModule = mlir::translateModuleToLLVMIR(module, context);
   if (!llvmModule)
@@ -33,6 +34,8 @@ Expected<std::unique_ptr<Module>> translateAndOptimize(mlir::ModuleOp module,
     if (fn.isDeclaration())
       continue;
     fn.addFnAttr("target-cpu", machine.getTargetCPU());
+    if (!tuneCpu.empty())
+      fn.addFnAttr("tune-cpu", tuneCpu);
     if (!machine.getTargetFeatureString().empty())
       fn.addFnAttr("target-features", machine.getTargetFeatureString());
   }

@@ -9,6 +9,7 @@
 
 #include "compiler/target/LayerABI.h"
 
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CodeGen.h"
 #include "llvm/Support/Error.h"
 
@@ -24,10 +25,11 @@ class raw_pwrite_stream;
 namespace mhac {
 
 /// Translates a module in the LLVM dialect to LLVM IR for `machine`, adds the C entry points of
-/// `layers`, and optimizes it at O3.
+/// `layers`, and optimizes it at O3. Functions are tuned for `tuneCpu` where it is not empty.
 llvm::Expected<std::unique_ptr<llvm::Module>> translateAndOptimize(mlir::ModuleOp module,
                                                                    llvm::ArrayRef<LayerABI> layers,
                                                                    llvm::TargetMachine &machine,
+                                                                   llvm::StringRef tuneCpu,
                                                                    llvm::LLVMContext &context);
 
 /// Writes `module` as an object file or assembly.

@@ -18,20 +18,31 @@ using namespace llvm;
 
 namespace mhac {
 
+CpuTarget hostCpuTarget(StringRef cpu, const StringMap<bool> &hostFeatures) {
+  CpuTarget target;
+  target.name = "host";
+  target.triple = sys::getDefaultTargetTriple();
+  target.cpu = cpu.str();
+  SubtargetFeatures features;
+  for (const auto &feature : hostFeatures)
+    features.AddFeature(feature.getKey(), feature.getValue());
+  bool avx512 = hostFeatures.lookup("avx512f");
+  target.vectorBits = avx512 ? 512 : 256;
+  if (avx512 && cpu.starts_with("znver")) {
+    target.tuneCpu = "x86-64-v4";
+    // x86-64-v4's tuning prefers 256-bit vectors, as for the `x86-64-v4` target.
+    features.AddFeature("prefer-256-bit", false);
+  }
+  target.features = features.getString();
+  return target;
+}
+
 Expected<CpuTarget> resolveCpuTarget(const std::string &name) {
   CpuTarget target;
   target.name = name;
   target.triple = sys::getDefaultTargetTriple();
   if (name == "host") {
-    target.cpu = sys::getHostCPUName().str();
-    StringMap<bool> hostFeatures = sys::getHostCPUFeatures();
-    SubtargetFeatures features;
-    for (const auto &feature : hostFeatures)
-      features.AddFeature(feature.getKey(), feature.getValue());
-    target.features = features.getString();
-    bool avx512 = hostFeatures.lookup("avx512f");
-    target.vectorBits = avx512 ? 512 : 256;
-    return target;
+    return hostCpuTarget(sys::getHostCPUName(), sys::getHostCPUFeatures());
   }
   if (name == "x86-64-v3") {
     target.cpu = "x86-64-v3";

@@ -138,7 +138,8 @@ static int compile(const CompileOptions &options) {
   if (!machine)
     return fail(llvm::toString(machine.takeError()));
   llvm::LLVMContext llvmContext;
-  auto llvmModule = translateAndOptimize(*module, *abis, **machine, llvmContext);
+  auto llvmModule =
+      translateAndOptimize(*module, *abis, **machine, target->tuneCpu, llvmContext);
   if (!llvmModule)
     return fail(llvm::toString(llvmModule.takeError()));
   if (options.emit == EmitStage::LLVMIR) {
