@@ -13,57 +13,67 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/TargetParser/Triple.h"
+#include "llvm/TargetParser/X86TargetParser.h"
+
+#include <optional>
 
 using namespace llvm;
 
 namespace mhac {
 
-CpuTarget hostCpuTarget(StringRef cpu, const StringMap<bool> &hostFeatures) {
+CpuTarget cpuTarget(StringRef name, StringRef cpu, const StringMap<bool> &cpuFeatures) {
   CpuTarget target;
-  target.name = "host";
+  target.name = name.str();
   target.triple = sys::getDefaultTargetTriple();
   target.cpu = cpu.str();
   SubtargetFeatures features;
-  for (const auto &feature : hostFeatures)
+  for (const auto &feature : cpuFeatures)
     features.AddFeature(feature.getKey(), feature.getValue());
-  bool avx512 = hostFeatures.lookup("avx512f");
+  bool avx512 = cpuFeatures.lookup("avx512f");
   target.vectorBits = avx512 ? 512 : 256;
-  if (avx512 && cpu.starts_with("znver")) {
-    target.tuneCpu = "x86-64-v4";
-    // x86-64-v4's tuning prefers 256-bit vectors, as for the `x86-64-v4` target.
+  if (avx512)
     features.AddFeature("prefer-256-bit", false);
-  }
+  if (avx512 && cpu.starts_with("znver"))
+    target.tuneCpu = "x86-64-v4";
   target.features = features.getString();
   return target;
 }
 
+/// The features of the x86-64 CPU LLVM calls `cpu`, with the ones they imply (x86-64-v4 lists
+/// avx512vl, which implies avx512f); none when LLVM knows no such 64-bit CPU.
+static std::optional<StringMap<bool>> featuresOfCpu(StringRef cpu) {
+  if (X86::parseArchX86(cpu, /*Only64Bit=*/true) == X86::CK_None)
+    return std::nullopt;
+  SmallVector<StringRef> listed;
+  X86::getFeaturesForCPU(cpu, listed);
+  StringMap<bool> features;
+  for (StringRef feature : listed) {
+    features[feature] = true;
+    X86::updateImpliedFeatures(feature, /*Enabled=*/true, features);
+  }
+  return features;
+}
+
 Expected<CpuTarget> resolveCpuTarget(const std::string &name) {
-  CpuTarget target;
-  target.name = name;
-  target.triple = sys::getDefaultTargetTriple();
-  if (name == "host") {
-    return hostCpuTarget(sys::getHostCPUName(), sys::getHostCPUFeatures());
-  }
-  if (name == "x86-64-v3") {
-    target.cpu = "x86-64-v3";
-    target.vectorBits = 256;
-    return target;
-  }
-  if (name == "x86-64-v4") {
-    target.cpu = "x86-64-v4";
-    // Without this, LLVM prefers 256-bit vectors on AVX-512 machines.
-    target.features = "-prefer-256-bit";
-    target.vectorBits = 512;
-    return target;
-  }
+  if (name == "host")
+    return cpuTarget("host", sys::getHostCPUName(), sys::getHostCPUFeatures());
   if (name.rfind("cuda:", 0) == 0)
     return createStringError(inconvertibleErrorCode(),
                              "target '%s' is not supported yet: this version of mhac generates "
                              "code for x86-64 CPUs only",
                              name.c_str());
-  return createStringError(inconvertibleErrorCode(),
-                           "unknown target '%s' (expected host, x86-64-v3 or x86-64-v4)",
-                           name.c_str());
+  std::optional<StringMap<bool>> features = featuresOfCpu(name);
+  if (!features)
+    return createStringError(inconvertibleErrorCode(),
+                             "unknown target '%s' (expected host, x86-64-v3, x86-64-v4 or an "
+                             "x86-64 CPU as LLVM names it, such as znver4 or sapphirerapids)",
+                             name.c_str());
+  if (!features->lookup("avx2") || !features->lookup("fma"))
+    return createStringError(inconvertibleErrorCode(),
+                             "target '%s' has no AVX2 and FMA: mhac's CPU code needs at least "
+                             "x86-64-v3",
+                             name.c_str());
+  return cpuTarget(name, name, *features);
 }
 
 Expected<std::unique_ptr<TargetMachine>> createTargetMachine(const CpuTarget &target) {

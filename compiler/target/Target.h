@@ -22,7 +22,7 @@ namespace mhac {
 
 /// A CPU to generate code for, as `--target` names it.
 struct CpuTarget {
-  std::string name;     ///< as given: "host", "x86-64-v3", ...
+  std::string name;     ///< as given: "host", "x86-64-v3", "znver4", ...
   std::string triple;   ///< LLVM target triple
   std::string cpu;      ///< LLVM CPU name
   std::string features; ///< LLVM feature string
@@ -32,17 +32,23 @@ struct CpuTarget {
   unsigned vectorBits = 256;
 };
 
-/// Resolves a `--target` value: `host` (the default), `x86-64-v3` (AVX2) or `x86-64-v4`
-/// (AVX-512). CUDA targets are rejected with a message saying they are not built yet.
+/// Resolves a `--target` value: `host` (the default), an x86-64 CPU as LLVM names it
+/// (`x86-64-v3` for AVX2, `x86-64-v4` for AVX-512, `znver4`, `sapphirerapids`, ...), which
+/// must have AVX2 and FMA. CUDA targets are rejected with a message saying they are not built
+/// yet.
 llvm::Expected<CpuTarget> resolveCpuTarget(const std::string &name);
 
-/// The host target for a CPU that LLVM calls `cpu`, with `features` (as LLVM detects them).
-/// On AMD CPUs with AVX-512 (Zen 4, Zen 5), code is tuned as for `x86-64-v4`: LLVM's Zen
-/// scheduling model hoists the register tiles' loads so far ahead of their FMAs that the
-/// 6 x 64 tile (24 accumulators) spills (14 stack accesses per 96 FMAs); the Skylake-server
-/// model that x86-64-v4 tunes for keeps all 32 zmm live and spills nothing. Zen 5, 1 thread,
-/// alternating medians: (8, 128, 768, 12) 29.0 -> 25.6 ms, (1, 128) 3.45 -> 3.15.
-CpuTarget hostCpuTarget(llvm::StringRef cpu, const llvm::StringMap<bool> &features);
+/// The target `name` for a CPU that LLVM calls `cpu`, with `features` (as LLVM detects them on
+/// the host, or as the CPU defines them). AVX-512 CPUs get the 512-bit schedule and
+/// `-prefer-256-bit`, so that LLVM's own vectorizers widen to zmm like the schedule (its
+/// models of Intel's AVX-512 CPUs prefer ymm). On AMD CPUs with AVX-512 (Zen 4, Zen 5), code
+/// is tuned as for `x86-64-v4`: LLVM's Zen scheduling model hoists the register tiles' loads
+/// so far ahead of their FMAs that the 6 x 64 tile (24 accumulators) spills (14 stack
+/// accesses per 96 FMAs); the Skylake-server model that x86-64-v4 tunes for keeps all 32 zmm
+/// live and spills nothing. Zen 5, 1 thread, alternating medians: (8, 128, 768, 12) 29.0 ->
+/// 25.6 ms, (1, 128) 3.45 -> 3.15.
+CpuTarget cpuTarget(llvm::StringRef name, llvm::StringRef cpu,
+                    const llvm::StringMap<bool> &features);
 
 /// Creates an LLVM TargetMachine for `target`, tuned for speed (O3).
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const CpuTarget &target);

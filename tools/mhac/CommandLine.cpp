@@ -27,7 +27,8 @@ options of 'compile':
   -o NAME          base name of the outputs (default: the stem of FILE.mha, or 'layers' for
                    standard input); a path, so 'build/bert' writes build/bert.o and build/bert.h
   --target=T       the CPU to generate code for: host (default), x86-64-v3 (AVX2),
-                   x86-64-v4 (AVX-512)
+                   x86-64-v4 (AVX-512), or an x86-64 CPU with AVX2 as LLVM names it
+                   (znver4, sapphirerapids, ...)
   --shared         write a shared library NAME.so (for mha-run or dlopen) instead of NAME.o
   --emit=STAGE     print STAGE on standard output instead of writing files:
                      ast        the syntax tree, as written, with source locations
@@ -142,7 +143,7 @@ std::optional<Invocation> parseCommandLine(int argc, char **argv) {
     }
     if (matchValueOption(args, i, "--target", value, missing)) {
       if (missing) {
-        usageError("--target needs a value (host, x86-64-v3 or x86-64-v4)");
+        usageError("--target needs a value (host, x86-64-v3, x86-64-v4 or an x86-64 CPU name)");
         return std::nullopt;
       }
       options.target = std::string(*value);
