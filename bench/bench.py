@@ -12,10 +12,10 @@ and mhac in the same round, a paired comparison of two measurements taken second
 f32 FMA peak (bench/peak.c) is measured the same way, before every row of every round, and `of
 peak` is the median over rounds of a contender's GFLOP/s over the peak measured with it.
 
-Peers on OpenMP run with OMP_WAIT_POLICY=passive and =active in every round, keeping the faster:
-passive is best where an OpenMP runtime shares the cores with a BLAS's own threads (Debian's
-PyTorch), active where OpenMP regions follow each other closely (oneDNN primitives), and each
-peer is measured at its best.
+Peers on OpenMP run on two threads with OMP_WAIT_POLICY=passive and =active in every round,
+keeping the faster: passive is best where an OpenMP runtime shares the cores with a BLAS's own
+threads (Debian's PyTorch), active where OpenMP regions follow each other closely (oneDNN
+primitives), and each peer is measured at its best. On one thread they run once.
 
 usage: bench.py --mhac-run MHA_RUN --modules DIR --peers-dir DIR --python PY
                 [--torch-python PY] [--rounds N] [--calls N] [--min-gflop G] [--threads 1,2]
@@ -117,7 +117,9 @@ def run_with_policy(peer, shape, threads, calls, args, wait_policy):
 
 def run_once(peer, shape, threads, calls, args):
     """The peer's median time at its best OpenMP wait policy, or (None, error)."""
-    policies = ["passive", "active"] if peer in OPENMP_PEERS else ["passive"]
+    # On one thread there is no other thread to wait for: both policies are one configuration,
+    # and the faster of two runs would be the best of two samples against mhac's one.
+    policies = ["passive", "active"] if peer in OPENMP_PEERS and threads > 1 else ["passive"]
     results = [run_with_policy(peer, shape, threads, calls, args, p) for p in policies]
     times = [ms for ms, _ in results if ms is not None]
     if not times:
