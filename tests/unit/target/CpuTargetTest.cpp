@@ -26,29 +26,38 @@ bool hasFeature(const CpuTarget &target, llvm::StringRef feature) {
   return llvm::is_contained(llvm::split(target.features, ','), feature);
 }
 
-TEST(CpuTarget, ZenWithAvx512IsTunedAsX86_64V4) {
-  CpuTarget target = cpuTarget("host", "znver5", featuresOf({"avx2", "fma", "avx512f"}));
-  EXPECT_EQ(target.cpu, "znver5");
-  EXPECT_EQ(target.tuneCpu, "x86-64-v4");
-  EXPECT_EQ(target.vectorBits, 512u);
-  EXPECT_TRUE(hasFeature(target, "+avx512f"));
-  EXPECT_TRUE(hasFeature(target, "-prefer-256-bit"));
-}
+/// How the host rule treats one CPU: its schedule's vector width, its tuning, and whether LLVM's
+/// vectorizers are told not to prefer ymm.
+struct HostCase {
+  const char *cpu;
+  bool avx512;
+  const char *tuneCpu;
+};
 
-TEST(CpuTarget, ZenWithoutAvx512KeepsItsOwnTuning) {
-  CpuTarget target = cpuTarget("host", "znver3", featuresOf({"avx2", "fma"}));
-  EXPECT_EQ(target.tuneCpu, "");
-  EXPECT_EQ(target.vectorBits, 256u);
-  EXPECT_FALSE(hasFeature(target, "-prefer-256-bit"));
-}
+class HostCpu : public testing::TestWithParam<HostCase> {};
 
-TEST(CpuTarget, IntelWithAvx512KeepsItsOwnTuningAndZmm) {
-  CpuTarget target = cpuTarget("host", "sapphirerapids", featuresOf({"avx2", "fma", "avx512f"}));
+TEST_P(HostCpu, GetsItsIsaScheduleAndTuning) {
+  const HostCase &c = GetParam();
+  llvm::StringMap<bool> features = featuresOf({"avx2", "fma"});
+  if (c.avx512)
+    features["avx512f"] = true;
+  CpuTarget target = cpuTarget("host", c.cpu, features);
   EXPECT_EQ(target.name, "host");
-  EXPECT_EQ(target.tuneCpu, "");
-  EXPECT_EQ(target.vectorBits, 512u);
-  EXPECT_TRUE(hasFeature(target, "-prefer-256-bit"));
+  EXPECT_EQ(target.cpu, c.cpu);
+  EXPECT_EQ(target.tuneCpu, c.tuneCpu);
+  EXPECT_EQ(target.vectorBits, c.avx512 ? 512u : 256u);
+  EXPECT_EQ(hasFeature(target, "+avx512f"), c.avx512);
+  EXPECT_EQ(hasFeature(target, "-prefer-256-bit"), c.avx512);
 }
+
+// Zen 4 and 5 are tuned as x86-64-v4 (their own model spills the 6 x 64 tile); Zen 3 (AVX2)
+// and Intel's AVX-512 CPUs keep their own models.
+INSTANTIATE_TEST_SUITE_P(CpuTarget, HostCpu,
+                         testing::Values(HostCase{"znver5", true, "x86-64-v4"},
+                                         HostCase{"znver4", true, "x86-64-v4"},
+                                         HostCase{"znver3", false, ""},
+                                         HostCase{"sapphirerapids", true, ""},
+                                         HostCase{"rocketlake", true, ""}));
 
 TEST(CpuTarget, NamedCpusTakeTheirOwnFeatures) {
   llvm::Expected<CpuTarget> zen4 = resolveCpuTarget("znver4");
