@@ -44,7 +44,7 @@ Expected<std::unique_ptr<Module>> translateAndOptimize(mlir::ModuleOp module,
                           std::pair{"_mlir_memref_to_llvm_free", "mhac_free"}})
     if (Function *fn = llvmModule->getFunction(from))
       fn->setName(to);
-  if (Error error = addEntryPoints(*llvmModule, layers))
+  if (Error error = addEntryPoints(*llvmModule, layers, machine.getTargetFeatureString()))
     return std::move(error);
 
   std::string problems;

@@ -8,6 +8,7 @@
 #include "compiler/target/EntryPoints.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
 
@@ -34,9 +35,9 @@ constexpr int64_t kMaxElements = int64_t(1) << 48;
 
 class EntryPointBuilder {
 public:
-  EntryPointBuilder(Module &module, const LayerABI &layer)
+  EntryPointBuilder(Module &module, const LayerABI &layer, Constant *cpuFeatures)
       : module_(module), layer_(layer), ctx_(module.getContext()), ptr_(PointerType::get(ctx_, 0)),
-        i32_(Type::getInt32Ty(ctx_)), i64_(Type::getInt64Ty(ctx_)) {}
+        i32_(Type::getInt32Ty(ctx_)), i64_(Type::getInt64Ty(ctx_)), cpuFeatures_(cpuFeatures) {}
 
   Error build();
   GlobalVariable *metadata() const { return metadata_; }
@@ -60,6 +61,8 @@ private:
   LLVMContext &ctx_;
   PointerType *ptr_;
   IntegerType *i32_, *i64_;
+  /// The module's cpu_features string (one for all its layers).
+  Constant *cpuFeatures_;
   Function *kernel_ = nullptr, *preparation_ = nullptr;
   GlobalVariable *metadata_ = nullptr;
 };
@@ -295,7 +298,7 @@ void EntryPointBuilder::buildMetadata(Function *runPacked, Function *preparePack
   Type *f32 = Type::getFloatTy(ctx_);
   StructType *layerType =
       StructType::get(ctx_, {i32_, ptr_, i32_, i64_, i64_, i64_, i64_, i64_, i64_, i64_, i64_, i32_,
-                             i32_, i32_, i32_, f32, i32_, ptr_, i64_, ptr_, ptr_});
+                             i32_, i32_, i32_, f32, i32_, ptr_, i64_, ptr_, ptr_, ptr_});
   Constant *name = ConstantDataArray::getString(ctx_, layer_.name);
   auto *nameGlobal = new GlobalVariable(module_, name->getType(), /*isConstant=*/true,
                                         GlobalValue::PrivateLinkage, name, layer_.name + ".name");
@@ -304,7 +307,7 @@ void EntryPointBuilder::buildMetadata(Function *runPacked, Function *preparePack
   };
   auto flag = [&](bool value) { return ConstantInt::get(i32_, value ? 1 : 0); };
   Constant *fields[] = {
-      ConstantInt::get(i32_, 2), // MHAC_ABI_VERSION
+      ConstantInt::get(i32_, 3), // MHAC_ABI_VERSION
       nameGlobal,
       ConstantInt::get(i32_, layer_.bf16 ? 1 : 0),
       size(layer_.modelDim),
@@ -325,6 +328,7 @@ void EntryPointBuilder::buildMetadata(Function *runPacked, Function *preparePack
       ConstantInt::get(i64_, layer_.preparedBytes),
       preparePacked,
       runPreparedPacked,
+      cpuFeatures_,
   };
   metadata_ =
       new GlobalVariable(module_, layerType, /*isConstant=*/true, GlobalValue::InternalLinkage,
@@ -363,12 +367,22 @@ Error EntryPointBuilder::build() {
 
 } // namespace
 
-Error addEntryPoints(Module &module, ArrayRef<LayerABI> layers) {
+Error addEntryPoints(Module &module, ArrayRef<LayerABI> layers, StringRef targetFeatures) {
   LLVMContext &ctx = module.getContext();
   PointerType *ptr = PointerType::get(ctx, 0);
+  // The enabled features of LLVM's feature string ("+avx2,-avx512f,+fma" -> "avx2,fma"): the
+  // code may use any of them, so the runtime checks them all before running it.
+  SmallVector<StringRef> enabled;
+  for (StringRef feature : split(targetFeatures, ','))
+    if (feature.consume_front("+"))
+      enabled.push_back(feature);
+  Constant *features = ConstantDataArray::getString(ctx, join(enabled, ","));
+  auto *featuresGlobal = new GlobalVariable(module, features->getType(), /*isConstant=*/true,
+                                            GlobalValue::PrivateLinkage, features,
+                                            "mhac.cpu_features");
   std::vector<Constant *> list;
   for (const LayerABI &layer : layers) {
-    EntryPointBuilder builder(module, layer);
+    EntryPointBuilder builder(module, layer, featuresGlobal);
     if (Error error = builder.build())
       return error;
     list.push_back(builder.metadata());

@@ -9,6 +9,7 @@
 
 #include "compiler/target/LayerABI.h"
 
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 namespace llvm {
@@ -26,8 +27,10 @@ namespace mhac {
 ///   their packed forms NAME_run_packed, NAME_prepare_packed, NAME_run_prepared_packed
 ///   const mhac_layer *NAME_metadata(void)
 /// and `mhac_module_layers()`, the null-terminated list of the module's layers (a weak symbol,
-/// for programs that load the module as a shared library).
-llvm::Error addEntryPoints(llvm::Module &module, llvm::ArrayRef<LayerABI> layers);
+/// for programs that load the module as a shared library). Each layer's metadata lists the
+/// features enabled in `targetFeatures` (LLVM's feature string the code is compiled with).
+llvm::Error addEntryPoints(llvm::Module &module, llvm::ArrayRef<LayerABI> layers,
+                           llvm::StringRef targetFeatures);
 
 } // namespace mhac
 

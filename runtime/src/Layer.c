@@ -22,6 +22,8 @@ const char *mhac_status_string(int32_t status) {
     return "invalid argument";
   case MHAC_ERROR_ABI_MISMATCH:
     return "the layer was compiled for another version of the mhac ABI";
+  case MHAC_ERROR_UNSUPPORTED_CPU:
+    return "this CPU lacks a feature the layer was compiled for";
   default:
     return "unknown status";
   }
@@ -32,24 +34,33 @@ static int64_t resolve(int64_t compiled, int64_t given) {
   return compiled == MHAC_DYNAMIC ? given : compiled;
 }
 
+/* Whether `layer` can run here: compiled for this ABI, and for features this CPU has. */
+static int32_t check(const mhac_layer *layer) {
+  if (layer->abi_version != MHAC_ABI_VERSION)
+    return MHAC_ERROR_ABI_MISMATCH;
+  if (mhac_layer_missing_cpu_feature(layer))
+    return MHAC_ERROR_UNSUPPORTED_CPU;
+  return MHAC_OK;
+}
+
 int32_t mhac_layer_run(const mhac_layer *layer, void *const *tensors, const mhac_sizes *sizes) {
   if (!layer)
     return MHAC_ERROR_INVALID_ARGUMENT;
-  if (layer->abi_version != MHAC_ABI_VERSION)
-    return MHAC_ERROR_ABI_MISMATCH;
-  return layer->run_packed(tensors, sizes);
+  int32_t status = check(layer);
+  return status != MHAC_OK ? status : layer->run_packed(tensors, sizes);
 }
 
 int32_t mhac_layer_prepare(const mhac_layer *layer, void *const *tensors, void **prepared) {
   if (!layer || !prepared)
     return MHAC_ERROR_INVALID_ARGUMENT;
   *prepared = NULL;
-  if (layer->abi_version != MHAC_ABI_VERSION)
-    return MHAC_ERROR_ABI_MISMATCH;
+  int32_t status = check(layer);
+  if (status != MHAC_OK)
+    return status;
   void *block = mhac_alloc((size_t)layer->prepared_bytes);
   if (!block)
     return MHAC_ERROR_OUT_OF_MEMORY;
-  int32_t status = layer->prepare_packed(tensors, block);
+  status = layer->prepare_packed(tensors, block);
   if (status != MHAC_OK) {
     mhac_free(block);
     return status;

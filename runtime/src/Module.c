@@ -69,6 +69,17 @@ mhac_module *mhac_module_open(const char *path, char *error, size_t error_size) 
       mhac_module_close(module);
       return NULL;
     }
+    const char *missing = mhac_layer_missing_cpu_feature(module->layers[i]);
+    if (missing) {
+      char message[160];
+      snprintf(message, sizeof message,
+               "compiled for a CPU with %s, which this one lacks (compile it here with "
+               "--target host)",
+               missing);
+      report(error, error_size, path, message);
+      mhac_module_close(module);
+      return NULL;
+    }
   }
   return module;
 }

@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 /* Version of the layout of `mhac_layer`; bumped whenever a field changes. */
-#define MHAC_ABI_VERSION 2
+#define MHAC_ABI_VERSION 3
 
 /* A size given at run time ('?' in the layer file). */
 #define MHAC_DYNAMIC (-1)
@@ -33,6 +33,7 @@ typedef enum mhac_status {
   MHAC_ERROR_OUT_OF_MEMORY = 4,
   MHAC_ERROR_INVALID_ARGUMENT = 5, /* any other misuse of a runtime call */
   MHAC_ERROR_ABI_MISMATCH = 6,     /* the layer was compiled for another MHAC_ABI_VERSION */
+  MHAC_ERROR_UNSUPPORTED_CPU = 7,  /* this CPU lacks a feature the layer was compiled for */
 } mhac_status;
 
 /* A one-line description of a status code, for messages; never NULL. */
@@ -73,6 +74,9 @@ typedef struct mhac_layer {
    * from `prepared` instead of `tensors` (their entries are not read). */
   int32_t (*run_prepared_packed)(void *const *tensors, const void *prepared,
                                  const mhac_sizes *sizes);
+  /* The x86 features the layer's code was compiled for and may use, comma-separated, as LLVM
+   * names them ("avx2,fma,avx512f,..."): see mhac_layer_missing_cpu_feature. */
+  const char *cpu_features;
 } mhac_layer;
 
 /* FLOPs of one call of `layer` at the given sizes (dynamic ones taken from `sizes`):
@@ -125,15 +129,28 @@ int32_t mhac_get_num_threads(void);
 void *mhac_alloc(size_t size);
 void mhac_free(void *pointer);
 
-/* Runs `layer` (checking that it was compiled for this ABI version); see run_packed. */
+/* The first of `features` (a comma-separated list of LLVM's names for x86 features) that this
+ * CPU, or the operating system's support of its registers, lacks; NULL when it has them all.
+ * Names the runtime does not know are not checked. Never fails otherwise. */
+const char *mhac_missing_cpu_feature(const char *features);
+
+/* The first of the layer's cpu_features this CPU lacks, or NULL: its code would stop on an
+ * illegal instruction here. mhac_module_open refuses modules with such layers; a program that
+ * links a layer's object and calls NAME_run itself checks once, with this. */
+const char *mhac_layer_missing_cpu_feature(const mhac_layer *layer);
+
+/* Runs `layer` (checking that it was compiled for this ABI version and that this CPU has its
+ * features: MHAC_ERROR_UNSUPPORTED_CPU otherwise); see run_packed. */
 int32_t mhac_layer_run(const mhac_layer *layer, void *const *tensors, const mhac_sizes *sizes);
 
 /* Prepares the weights and biases among `tensors` (see prepare_packed) into a new block from
- * mhac_alloc, stored in *prepared (release it with mhac_free). Prepare once per set of weights;
+ * mhac_alloc, stored in *prepared (release it with mhac_free), after the same checks as
+ * mhac_layer_run. Prepare once per set of weights;
  * then mhac_layer_run_prepared skips the rearrangement NAME_run does on every call. */
 int32_t mhac_layer_prepare(const mhac_layer *layer, void *const *tensors, void **prepared);
 
-/* Runs `layer` on parameters prepared by mhac_layer_prepare; see run_prepared_packed. */
+/* Runs `layer` on parameters prepared by mhac_layer_prepare, which made the CPU check; see
+ * run_prepared_packed. */
 int32_t mhac_layer_run_prepared(const mhac_layer *layer, void *const *tensors,
                                 const void *prepared, const mhac_sizes *sizes);
 

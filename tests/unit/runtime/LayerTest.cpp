@@ -103,8 +103,62 @@ TEST(LayerPrepareTest, ReportsFailuresWithoutABlock) {
             MHAC_ERROR_INVALID_ARGUMENT);
 }
 
+TEST(LayerRunTest, ChecksTheCpuFeatures) {
+  mhac_layer layer = selfAttention(8, 2, 4);
+  layer.run_packed = +[](void *const *, const mhac_sizes *) -> int32_t { return 42; };
+  layer.prepare_packed = +[](void *const *, void *) -> int32_t { return MHAC_OK; };
+  layer.cpu_features = "sse2,a-feature-nobody-knows";
+  EXPECT_EQ(mhac_layer_missing_cpu_feature(&layer), nullptr);
+  EXPECT_EQ(mhac_layer_run(&layer, nullptr, nullptr), 42);
+  // XOP was AMD's Bulldozer family's alone (2011-2017): no CPU that runs these tests has it.
+  ASSERT_FALSE(__builtin_cpu_supports("xop"));
+  layer.cpu_features = "sse2,xop,avx2";
+  EXPECT_STREQ(mhac_layer_missing_cpu_feature(&layer), "xop");
+  EXPECT_EQ(mhac_layer_run(&layer, nullptr, nullptr), MHAC_ERROR_UNSUPPORTED_CPU);
+  void *prepared = &layer;
+  EXPECT_EQ(mhac_layer_prepare(&layer, nullptr, &prepared), MHAC_ERROR_UNSUPPORTED_CPU);
+  EXPECT_EQ(prepared, nullptr);
+  EXPECT_EQ(mhac_layer_missing_cpu_feature(nullptr), nullptr);
+  EXPECT_EQ(mhac_missing_cpu_feature(nullptr), nullptr);
+  EXPECT_EQ(mhac_missing_cpu_feature(""), nullptr);
+}
+
+/// The runtime's CPUID table against the compiler's own detection (libgcc's or compiler-rt's,
+/// which check the operating system's register state too), on whatever CPU runs the tests.
+TEST(CpuFeaturesTest, AgreesWithTheCompilersDetection) {
+#define EXPECT_DETECTED(name)                                                                  \
+  EXPECT_EQ(mhac_missing_cpu_feature(name) == nullptr, __builtin_cpu_supports(name) != 0) << name
+  EXPECT_DETECTED("sse4.2");
+  EXPECT_DETECTED("popcnt");
+  EXPECT_DETECTED("aes");
+  EXPECT_DETECTED("pclmul");
+  EXPECT_DETECTED("avx");
+  EXPECT_DETECTED("avx2");
+  EXPECT_DETECTED("fma");
+  EXPECT_DETECTED("bmi");
+  EXPECT_DETECTED("bmi2");
+  EXPECT_DETECTED("sse4a");
+  EXPECT_DETECTED("fma4");
+  EXPECT_DETECTED("avx512f");
+  EXPECT_DETECTED("avx512dq");
+  EXPECT_DETECTED("avx512cd");
+  EXPECT_DETECTED("avx512bw");
+  EXPECT_DETECTED("avx512vl");
+  EXPECT_DETECTED("avx512ifma");
+  EXPECT_DETECTED("avx512vbmi");
+  EXPECT_DETECTED("avx512vbmi2");
+  EXPECT_DETECTED("avx512vnni");
+  EXPECT_DETECTED("avx512bitalg");
+  EXPECT_DETECTED("avx512vpopcntdq");
+  EXPECT_DETECTED("avx512bf16");
+  EXPECT_DETECTED("avx512vp2intersect");
+  EXPECT_DETECTED("gfni");
+  EXPECT_DETECTED("vpclmulqdq");
+#undef EXPECT_DETECTED
+}
+
 TEST(StatusStringTest, DescribesEveryCode) {
-  for (int32_t status = MHAC_OK; status <= MHAC_ERROR_ABI_MISMATCH; ++status)
+  for (int32_t status = MHAC_OK; status <= MHAC_ERROR_UNSUPPORTED_CPU; ++status)
     EXPECT_NE(std::string(mhac_status_string(status)), "unknown status") << status;
   EXPECT_EQ(std::string(mhac_status_string(-7)), "unknown status");
 }
