@@ -10,6 +10,7 @@
 #include "mhac/runtime.h"
 
 #include <cpuid.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -81,9 +82,9 @@ static const CpuFeature kFeatures[] = {
 enum { kNumFeatures = sizeof kFeatures / sizeof kFeatures[0] };
 
 /* Whether this CPU has each entry of kFeatures, computed once: CPUID traps to the hypervisor
- * in a VM and costs microseconds. Racing threads compute the same values. */
+ * in a VM and costs microseconds. */
 static bool gHas[kNumFeatures];
-static volatile int gKnown;
+static pthread_once_t gDetected = PTHREAD_ONCE_INIT;
 
 static unsigned long long savedState(void) {
   unsigned eax, ebx, ecx, edx;
@@ -103,7 +104,6 @@ static void detect(void) {
                                 &regs[EDX]) &&
               (regs[f->reg] >> f->bit & 1u) && (state & f->state) == f->state;
   }
-  __atomic_store_n(&gKnown, 1, __ATOMIC_RELEASE);
 }
 
 /* The index in kFeatures of the `length` characters at `name`, or -1. */
@@ -117,8 +117,7 @@ static int lookup(const char *name, size_t length) {
 const char *mhac_missing_cpu_feature(const char *features) {
   if (!features)
     return NULL;
-  if (!__atomic_load_n(&gKnown, __ATOMIC_ACQUIRE))
-    detect();
+  pthread_once(&gDetected, detect);
   for (const char *p = features; *p;) {
     size_t length = strcspn(p, ",");
     int index = lookup(p, length);
