@@ -290,42 +290,45 @@ void AttentionLowering::buildScores(Value j0, Value cols, Value crossesDiagonal)
   Value laneOffsets =
       arith::ConstantOp::create(b_, loc_, DenseIntElementsAttr::get(laneType, offsets));
 
-  // Tiles up to the last valid key (a short or last block needs fewer than KB / tile of them).
-  Value tileSize = index(tile);
-  Value keysInUse = mul(arith::CeilDivSIOp::create(b_, loc_, cols, tileSize), tileSize);
-  forLoop(c0, keysInUse, tileSize, [&](Value jt) {
-    // The key rows of this tile; rows past the block are clamped to a row that exists and
-    // masked below.
+  // One tile of keys from j0 + jt on. A whole tile reads its rows as they are, at constant
+  // offsets from one row address; the partial tile that ends the sequence's last block (cols
+  // not a multiple of the tile) clamps its rows past the block to a row that exists, and masks
+  // nothing there: the softmax and p.v loops stop at `cols`. Clamping every tile's rows cost
+  // some 250 scalar instructions per tile of 64 x 24 FMAs (eight row addresses computed,
+  // spilled and stepped), on the ports the FMAs run on.
+  auto scoreTile = [&](Value jt, bool clampRows) {
+    Value firstKey = add(j0, jt);
     SmallVector<Value> keyRows;
-    for (int64_t t = 0; t < tile; ++t)
-      keyRows.push_back(minIndex(add(add(j0, jt), index(t)), lastKey_));
-    // Causal: the query at position i0 + p sees key j0 + j when j0 + j <= i0 + p + diagonal,
-    // so its valid lanes are those at positions from `first` on. Keys from `cols` on need no
-    // mask: the softmax and p.v loops stop at `cols`.
-    SmallVector<Value> firstValid;
-    if (op_.getCausal())
-      for (int64_t t = 0; t < tile; ++t) {
-        Value first = maxIndex(c0, sub(sub(add(j0, add(jt, index(t))), diagonal_), i0_));
-        first = minIndex(first, index(blocking_.positions));
-        firstValid.push_back(arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), first));
-      }
+    for (int64_t t = 0; t < tile; ++t) {
+      Value row = add(firstKey, index(t));
+      keyRows.push_back(clampRows ? minIndex(row, lastKey_) : row);
+    }
     // The next tile's key rows, fetched to L1 while this one is computed: their lines would
     // otherwise arrive one by one as the head dimension is walked, each a miss the first chunk
     // waits for (long sequences keep a head's keys in L3: perf, causal S = 2048, the first
-    // chunk's loop took twice the others'; this prefetch measured 6% off the layer). And this
-    // tile's value rows, which the p.v update reads after the block's scores and softmax: a
-    // head's values come from L3 for its first query block, and at S = 128 that is one block
-    // in three.
+    // chunk's loop took twice the others'; this prefetch measured 6% off the layer). Only a
+    // whole next tile is fetched, so that its rows need no clamping; a partial tile has no
+    // successor. And this tile's value rows, which the p.v update reads after the block's
+    // scores and softmax: a head's values come from L3 for its first query block, and at
+    // S = 128 that is one block in three.
     auto prefetch = [&](Value memref, Value row) {
       for (int64_t column = 0; column < headDim_; column += lineElements)
         memref::PrefetchOp::create(b_, loc_, memref,
                                    ValueRange{batch_, row, add(kvCol_, index(column))},
                                    /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
     };
-    for (int64_t t = 0; t < tile; ++t) {
-      prefetch(key_, minIndex(add(add(j0, jt), index(tile + t)), lastKey_));
-      prefetch(value_, keyRows[t]);
+    if (!clampRows) {
+      Value nextKey = add(firstKey, index(tile));
+      Value nextIsWhole = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sle,
+                                                add(nextKey, index(tile)), add(lastKey_, c1));
+      auto ifWhole = scf::IfOp::create(b_, loc_, nextIsWhole, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b_);
+      b_.setInsertionPointToStart(ifWhole.thenBlock());
+      for (int64_t t = 0; t < tile; ++t)
+        prefetch(key_, add(nextKey, index(t)));
     }
+    for (int64_t t = 0; t < tile; ++t)
+      prefetch(value_, keyRows[t]);
     // The tile's keys against each chunk of the block's queries in turn, while they are in L1.
     auto scoreChunk = [&](Value q0) {
       // sums[t * chunkVectors + v]: key row t against vector v of the chunk.
@@ -346,6 +349,15 @@ void AttentionLowering::buildScores(Value j0, Value cols, Value crossesDiagonal)
           });
       // Stores the chunk's scores, each lane masked to -inf where its query cannot see the key.
       auto store = [&](bool masked) {
+        // Causal: the query at position i0 + p sees key j0 + j when j0 + j <= i0 + p + diagonal,
+        // so its valid lanes are those at positions from `first` on.
+        SmallVector<Value> firstValid;
+        if (masked)
+          for (int64_t t = 0; t < tile; ++t) {
+            Value first = maxIndex(c0, sub(sub(add(firstKey, index(t)), diagonal_), i0_));
+            first = minIndex(first, index(blocking_.positions));
+            firstValid.push_back(arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), first));
+          }
         for (int64_t v = 0; v < chunkVectors; ++v) {
           Value q = add(q0, index(v * lanes));
           Value lanePosition;
@@ -387,7 +399,17 @@ void AttentionLowering::buildScores(Value j0, Value cols, Value crossesDiagonal)
       scoreChunk(c0);
     else
       forLoop(c0, index(blocking_.queryBlock), index(chunk), scoreChunk);
-  });
+  };
+
+  Value tileSize = index(tile);
+  Value wholeKeys = mul(arith::DivSIOp::create(b_, loc_, cols, tileSize), tileSize);
+  forLoop(c0, wholeKeys, tileSize, [&](Value jt) { scoreTile(jt, /*clampRows=*/false); });
+  auto ifPartial = scf::IfOp::create(
+      b_, loc_, arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::slt, wholeKeys, cols),
+      /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b_);
+  b_.setInsertionPointToStart(ifPartial.thenBlock());
+  scoreTile(wholeKeys, /*clampRows=*/true);
 }
 
 void AttentionLowering::buildValueUpdate(Value j0, Value cols, Value rowsInUse) {

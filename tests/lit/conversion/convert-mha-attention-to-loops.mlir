@@ -72,18 +72,31 @@
 // AVX2:         %[[OUT:.*]] = memref.alloc
 // AVX2:         vector.transpose %{{.*}}, [1, 0] : vector<8x8xf32> to vector<8x8xf32>
 // AVX2:         scf.for %{{.*}} = %c0 to %c300 step %c48 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
-// A tile of 6 keys first prefetches, row by row, the next tile's key row and its own value row
-// (4 lines of 64 floats each), then meets the block's queries chunk by chunk.
-// AVX2:           scf.for %{{.*}} = %c0 to %{{.*}} step %c6
-// AVX2-COUNT-4:     memref.prefetch %[[KEY]][{{.*}}], read, locality<3>, data
-// AVX2-COUNT-4:     memref.prefetch %[[VALUE]][{{.*}}], read, locality<3>, data
-// AVX2-COUNT-40:    memref.prefetch %{{.*}}, read, locality<3>, data : memref<?x300x256xf32, {{.*}}>
+// The block's whole tiles of 6 keys read their rows unclamped. Each first prefetches the next
+// tile's key rows, when that tile is whole and within the sequence, and its own value rows (4
+// lines of 64 floats each per row), then meets the block's queries chunk by chunk.
+// AVX2:           %[[WHOLE:.*]] = arith.muli %{{.*}}, %c6 : index
+// AVX2-NEXT:      scf.for %{{.*}} = %c0 to %[[WHOLE]] step %c6 {
+// AVX2-NOT:         arith.minsi
+// AVX2:             %[[NEXT_WHOLE:.*]] = arith.cmpi sle, %{{.*}}, %c300 : index
+// AVX2-NEXT:        scf.if %[[NEXT_WHOLE]] {
+// AVX2-COUNT-24:      memref.prefetch %[[KEY]][{{.*}}], read, locality<3>, data
+// AVX2-NEXT:        }
+// AVX2-COUNT-24:    memref.prefetch %[[VALUE]][{{.*}}], read, locality<3>, data
 // AVX2-NEXT:        scf.for %[[CHUNK:.*]] = %c0 to %c48 step %c16
 // A chunk is carried as its two 8-lane vectors per key row: 12 accumulators.
 // AVX2-NEXT:          scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // AVX2:                 vector.load %{{.*}}[%{{.*}}, %[[CHUNK]]] : memref<64x48xf32>, vector<8xf32>
 // AVX2-NOT:           arith.remui
 // AVX2:               vector.store %{{.*}}, %{{.*}}[%{{.*}}, %[[CHUNK]]] : memref<48x48xf32>, vector<8xf32>
+// A partial last tile (emitted for every block, whose key count is computed at run time; at
+// Skv = 300 the last block's 12 keys are two whole tiles) clamps its rows to the last key and
+// prefetches no successor.
+// AVX2:           %[[PARTIAL:.*]] = arith.cmpi slt, %[[WHOLE]], %{{.*}} : index
+// AVX2-NEXT:      scf.if %[[PARTIAL]] {
+// AVX2-COUNT-6:     arith.minsi %{{.*}}, %c299 : index
+// AVX2-NOT:         memref.prefetch %[[KEY]]
+// AVX2:             memref.prefetch %[[VALUE]]
 // AVX2:           arith.maximumf %{{.*}} : vector<8xf32>
 // AVX2:           vector.load %{{.*}}[%{{.*}}, %c40] : memref<48x48xf32>, vector<8xf32>
 // The first key block's p.v tiles each prefetch their 6 rows' lines of the next iteration's
