@@ -291,11 +291,12 @@ void AttentionLowering::buildScores(Value j0, Value cols, Value crossesDiagonal)
       arith::ConstantOp::create(b_, loc_, DenseIntElementsAttr::get(laneType, offsets));
 
   // One tile of keys from j0 + jt on. A whole tile reads its rows as they are, at constant
-  // offsets from one row address; the partial tile that ends the sequence's last block (cols
-  // not a multiple of the tile) clamps its rows past the block to a row that exists, and masks
-  // nothing there: the softmax and p.v loops stop at `cols`. Clamping every tile's rows cost
-  // some 250 scalar instructions per tile of 64 x 24 FMAs (eight row addresses computed,
-  // spilled and stepped), on the ports the FMAs run on.
+  // offsets from one row address. Only the last key block of a query block can end in a
+  // partial tile (cols not a multiple of the tile, at the end of the keys, of kv_lens or of
+  // the causal limit); it clamps its rows past `cols` to a row that exists and masks nothing
+  // there: the softmax and p.v loops stop at `cols`. Clamping every tile's rows cost some 250
+  // scalar instructions per tile of 64 x 24 FMAs (eight row addresses computed, spilled and
+  // stepped), which on Intel cores share the FMAs' ports.
   auto scoreTile = [&](Value jt, bool clampRows) {
     Value firstKey = add(j0, jt);
     SmallVector<Value> keyRows;
