@@ -149,6 +149,13 @@ private:
     b_.setInsertionPointToStart(loop.getBody());
     body(loop.getInductionVar());
   }
+  /// Emits `if (condition) body()`.
+  void ifThen(Value condition, function_ref<void()> body) {
+    auto ifOp = scf::IfOp::create(b_, loc_, condition, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(ifOp.thenBlock());
+    body();
+  }
   /// Emits a loop carrying `init` through `body(iv, carried) -> next` and returns the results.
   SmallVector<Value> forLoop(Value lb, Value ub, Value step, ValueRange init,
                              function_ref<SmallVector<Value>(Value, ValueRange)> body) {
@@ -322,11 +329,10 @@ void AttentionLowering::buildScores(Value j0, Value cols, Value crossesDiagonal)
       Value nextKey = add(firstKey, index(tile));
       Value nextIsWhole = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sle,
                                                 add(nextKey, index(tile)), add(lastKey_, c1));
-      auto ifWhole = scf::IfOp::create(b_, loc_, nextIsWhole, /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b_);
-      b_.setInsertionPointToStart(ifWhole.thenBlock());
-      for (int64_t t = 0; t < tile; ++t)
-        prefetch(key_, add(nextKey, index(t)));
+      ifThen(nextIsWhole, [&] {
+        for (int64_t t = 0; t < tile; ++t)
+          prefetch(key_, add(nextKey, index(t)));
+      });
     }
     for (int64_t t = 0; t < tile; ++t)
       prefetch(value_, keyRows[t]);
@@ -405,12 +411,8 @@ void AttentionLowering::buildScores(Value j0, Value cols, Value crossesDiagonal)
   Value tileSize = index(tile);
   Value wholeKeys = mul(arith::DivSIOp::create(b_, loc_, cols, tileSize), tileSize);
   forLoop(c0, wholeKeys, tileSize, [&](Value jt) { scoreTile(jt, /*clampRows=*/false); });
-  auto ifPartial = scf::IfOp::create(
-      b_, loc_, arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::slt, wholeKeys, cols),
-      /*withElseRegion=*/false);
-  OpBuilder::InsertionGuard guard(b_);
-  b_.setInsertionPointToStart(ifPartial.thenBlock());
-  scoreTile(wholeKeys, /*clampRows=*/true);
+  ifThen(arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::slt, wholeKeys, cols),
+         [&] { scoreTile(wholeKeys, /*clampRows=*/true); });
 }
 
 void AttentionLowering::buildValueUpdate(Value j0, Value cols, Value rowsInUse) {
@@ -422,14 +424,9 @@ void AttentionLowering::buildValueUpdate(Value j0, Value cols, Value rowsInUse) 
     Value column = index(first);
     forLoop(c0, rowsInUse, index(tile), [&](Value it) {
       // Spread over the first key block's p.v tiles, where they wait on no result.
-      if (first == 0) {
-        auto firstBlock = scf::IfOp::create(
-            b_, loc_, arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::eq, j0, c0),
-            /*withElseRegion=*/false);
-        OpBuilder::InsertionGuard guard(b_);
-        b_.setInsertionPointToStart(firstBlock.thenBlock());
-        buildRowPrefetches(it);
-      }
+      if (first == 0)
+        ifThen(arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::eq, j0, c0),
+               [&] { buildRowPrefetches(it); });
       SmallVector<Value> init;
       for (int64_t t = 0; t < tile; ++t) {
         Value row = add(it, index(t));
