@@ -31,7 +31,7 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
     M % R edge rows as a static register tile inside it.
 
     Projections whose results are only an attention's keys or values, at a width that is a
-    multiple of 256 elements, write into rows padded by one cache line (a
+    multiple of 256 elements, write into rows padded by `row-padding` elements (a
     `bufferization.alloc_tensor` seen through `tensor.extract_slice`): attention re-reads them
     for every query block, and rows a multiple of 1 KiB apart would share a quarter of the
     cache sets.
@@ -45,6 +45,9 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
            "splits none">,
     Option<"cacheRows", "cache-rows", "int64_t", /*default=*/"0",
            "Rows of the cache tile (with row-tile; 0 splits none)">,
+    Option<"rowPadding", "row-padding", "int64_t", /*default=*/"16",
+           "Elements of padding after each row of keys, values and unpacked transposed "
+           "weights whose width is a multiple of 256 (0: none)">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",
@@ -76,27 +79,42 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
     row a running maximum, a running sum and an f32 accumulator of width head_dim. No
     `[S, Skv]` score matrix exists; the scratch memory is the block's transposed queries, one
     block of scores and one block of accumulators. Both products are register tiles of outer
-    products (broadcast scalar times vector) sized to fill `accumulator-registers` vector
-    registers of `vector-lanes` f32 lanes, each tile row `tile-vectors` vectors wide: the
-    scores in chunks of the block's queries, the p.v update in chunks of the head dimension.
+    products (broadcast scalar times vector) of `vector-lanes` f32 lanes: the scores as
+    `score-tile-keys` keys x `score-tile-vectors` vectors of the block's queries, the p.v
+    update as `value-tile-rows` query rows x `value-tile-vectors` vectors of the head. Tile
+    options are upper bounds: an op whose block they do not divide takes the largest values
+    below them that do, and transposes element by element where its block has no square tiles
+    (mhac's schedule validator makes them exact for each layer it compiles).
     Key blocks past a row block's causal limit or past `kv_lens[b]` are not visited. With
     grouped-query heads, a block's rows are positions of every query head of a group
     (`grouped-query-block / G` of each), so each key and value block is read once for all the
     heads that share it.
   }];
   let options = [
-    Option<"queryBlock", "query-block", "int64_t", /*default=*/"64",
+    Option<"queryBlock", "query-block", "int64_t", /*default=*/"48",
            "Query rows processed together against each key block">,
-    Option<"groupedQueryBlock", "grouped-query-block", "int64_t", /*default=*/"0",
-           "Query rows of a block with grouped-query heads (0: query-block)">,
+    Option<"groupedQueryBlock", "grouped-query-block", "int64_t", /*default=*/"64",
+           "Query rows of a block with grouped-query heads">,
     Option<"keyBlock", "key-block", "int64_t", /*default=*/"96",
            "Keys per block of scores">,
     Option<"vectorLanes", "vector-lanes", "int64_t", /*default=*/"16",
            "f32 lanes of one vector register of the target">,
-    Option<"accumulatorRegisters", "accumulator-registers", "int64_t", /*default=*/"24",
-           "Vector registers a register tile's accumulators may take">,
-    Option<"tileVectors", "tile-vectors", "int64_t", /*default=*/"4",
-           "Vectors in a register tile's row (the rest of the accumulators are rows)">,
+    Option<"scoreTileKeys", "score-tile-keys", "int64_t", /*default=*/"8",
+           "Keys (rows) of the score register tile (at most)">,
+    Option<"scoreTileVectors", "score-tile-vectors", "int64_t", /*default=*/"3",
+           "Vectors of the block's queries in the score tile (at most)">,
+    Option<"valueTileRows", "value-tile-rows", "int64_t", /*default=*/"6",
+           "Query rows of the p.v register tile (at most)">,
+    Option<"valueTileVectors", "value-tile-vectors", "int64_t", /*default=*/"4",
+           "Vectors of the head in the p.v tile">,
+    Option<"transposeInTiles", "transpose-in-tiles", "bool", /*default=*/"true",
+           "Transpose the block's queries in square register tiles where they have them">,
+    Option<"keyPrefetchDistance", "key-prefetch-distance", "int64_t", /*default=*/"1",
+           "Key tiles ahead that a score tile prefetches (0: none)">,
+    Option<"prefetchValues", "prefetch-values", "bool", /*default=*/"true",
+           "A score tile prefetches its keys' value rows">,
+    Option<"prefetchNextBlock", "prefetch-next-block", "bool", /*default=*/"true",
+           "The first key block prefetches the next task's queries and this block's output">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

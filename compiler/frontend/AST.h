@@ -38,14 +38,18 @@ struct EntryAST {
   ValueAST value;
 };
 
-/// `layer NAME { entries }`.
+/// `layer NAME { entries }` (schedule files also have `target NAME { entries }`).
 struct LayerAST {
+  std::string keyword = "layer";
+  SourceLocation keywordLoc;
   std::string name;
   SourceLocation nameLoc;
   std::vector<EntryAST> entries;
 };
 
 struct ModuleAST {
+  /// `key = value` lines before the first block (schedule files: `format = 1`).
+  std::vector<EntryAST> settings;
   std::vector<LayerAST> layers;
 };
 

@@ -13,8 +13,8 @@
 
 namespace mhac {
 
-Parser::Parser(const SourceFile &file, DiagnosticEngine &diags)
-    : lexer_(file, diags), diags_(diags) {
+Parser::Parser(const SourceFile &file, DiagnosticEngine &diags, BlockGrammar grammar)
+    : lexer_(file, diags), diags_(diags), grammar_(std::move(grammar)) {
   consume();
 }
 
@@ -37,9 +37,32 @@ void Parser::errorExpected(std::string_view what) {
                token_.text.size());
 }
 
+bool Parser::atBlockKeyword() const {
+  for (std::string_view keyword : grammar_.blockKeywords)
+    if (token_.isKeyword(keyword))
+      return true;
+  return false;
+}
+
+std::string Parser::expectedBlocks() const {
+  std::string expected;
+  for (std::string_view keyword : grammar_.blockKeywords)
+    expected += fmt::format("{}'{}'", expected.empty() ? "" : " or ", keyword);
+  return expected;
+}
+
 ModuleAST Parser::parseModule() {
   ModuleAST module;
   skipNewlines();
+  while (grammar_.settings && token_.is(TokenKind::Identifier) && !atBlockKeyword() &&
+         !diags_.reachedErrorLimit()) {
+    EntryAST entry;
+    if (parseEntry(entry))
+      module.settings.push_back(std::move(entry));
+    else
+      skipLine();
+    skipNewlines();
+  }
   while (!token_.is(TokenKind::EndOfFile) && !diags_.reachedErrorLimit()) {
     LayerAST layer;
     if (parseLayer(layer)) {
@@ -49,24 +72,26 @@ ModuleAST Parser::parseModule() {
       do {
         skipLine();
         skipNewlines();
-      } while (!token_.is(TokenKind::EndOfFile) && !token_.isKeyword("layer"));
+      } while (!token_.is(TokenKind::EndOfFile) && !atBlockKeyword());
     }
     skipNewlines();
   }
-  if (module.layers.empty() && !diags_.hasErrors())
+  if (grammar_.needsBlock && module.layers.empty() && !diags_.hasErrors())
     diags_.error(token_.loc, "no layer in file; expected 'layer NAME { ... }'");
   return module;
 }
 
 bool Parser::parseLayer(LayerAST &layer) {
-  if (!token_.isKeyword("layer")) {
-    errorExpected("'layer'");
+  if (!atBlockKeyword()) {
+    errorExpected(expectedBlocks());
     return false;
   }
+  layer.keyword = std::string(token_.text);
+  layer.keywordLoc = token_.loc;
   consume();
 
   if (!token_.is(TokenKind::Identifier)) {
-    errorExpected("a layer name");
+    errorExpected(fmt::format("a {} name", layer.keyword));
     return false;
   }
   layer.name = std::string(token_.text);
@@ -75,7 +100,7 @@ bool Parser::parseLayer(LayerAST &layer) {
 
   skipNewlines();
   if (!token_.is(TokenKind::LBrace)) {
-    errorExpected("'{' after the layer name");
+    errorExpected(fmt::format("'{{' after the {} name", layer.keyword));
     return false;
   }
   SourceLocation openLoc = token_.loc;
@@ -92,8 +117,9 @@ bool Parser::parseLayer(LayerAST &layer) {
       return true;
     }
     if (token_.is(TokenKind::EndOfFile)) {
-      diags_.error(token_.loc, fmt::format("expected '}}' to end layer '{}'", layer.name));
-      diags_.note(openLoc, "the layer's '{' is here");
+      diags_.error(token_.loc,
+                   fmt::format("expected '}}' to end {} '{}'", layer.keyword, layer.name));
+      diags_.note(openLoc, fmt::format("the {}'s '{{' is here", layer.keyword));
       return true;
     }
     EntryAST entry;

@@ -7,6 +7,7 @@
 #include "compiler/pipeline/CpuPipeline.h"
 
 #include "compiler/conversion/Passes.h"
+#include "compiler/schedules/TransformScripts.h"
 #include "dialects/mha/IR/MhaDialect.h"
 
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
@@ -49,33 +50,77 @@ static LogicalResult runPipeline(ModuleOp module, StringRef pipeline) {
   return pm.run(module);
 }
 
-LogicalResult lowerMhaToLinalg(ModuleOp module, const Schedule &schedule) {
-  PassManager pm(module.getContext());
-  pm.addNestedPass<func::FuncOp>(createConvertMhaToLinalg(ConvertMhaToLinalgOptions{
-      schedule.projection.registerTile[1], schedule.projection.registerTile[0],
-      schedule.projection.cacheTile[0]}));
-  pm.addPass(createSplitWeightPreparation());
-  OpPassManager &funcPm = pm.nest<func::FuncOp>();
-  funcPm.addPass(createConvertMhaAttentionToLoops(ConvertMhaAttentionToLoopsOptions{
-      schedule.attention.queryBlock, schedule.attention.groupedQueryBlock,
-      schedule.attention.keyBlock, schedule.attention.vectorLanes,
-      schedule.attention.accumulatorRegisters, schedule.attention.tileVectors}));
-  funcPm.addPass(createCanonicalizerPass());
-  funcPm.addPass(createCSEPass());
-  return pm.run(module);
+/// The schedule of a function of a lowered module: its layer's, or null for a function that
+/// belongs to no scheduled layer.
+static const Schedule *scheduleOf(func::FuncOp func, const LayerSchedules &schedules) {
+  StringRef name = func.getSymName();
+  name.consume_front(kPreparationPrefix);
+  auto it = schedules.find(name.str());
+  return it == schedules.end() ? nullptr : &it->second;
 }
 
-/// Applies a transform script (a module holding `@__transform_main`) to `module`.
-static LogicalResult applyTransformScript(ModuleOp module, const std::string &text) {
-  OwningOpRef<ModuleOp> script = parseSourceString<ModuleOp>(text, module.getContext());
+/// Runs `build`'s passes on every scheduled function of `module`, with its schedule.
+static LogicalResult runOnEachFunction(
+    ModuleOp module, const LayerSchedules &schedules,
+    function_ref<void(OpPassManager &, const Schedule &)> build) {
+  for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
+    const Schedule *schedule = scheduleOf(func, schedules);
+    if (!schedule)
+      continue;
+    PassManager pm(module.getContext(), func::FuncOp::getOperationName());
+    build(pm, *schedule);
+    if (failed(pm.run(func)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult lowerMhaToLinalg(ModuleOp module, const LayerSchedules &schedules,
+                               const CpuTarget &target) {
+  if (failed(runOnEachFunction(module, schedules, [](OpPassManager &pm, const Schedule &s) {
+        const ProjectionSchedule &p = s.projection;
+        pm.addPass(createConvertMhaToLinalg(ConvertMhaToLinalgOptions{
+            p.registerCols, p.splitLastCacheTile ? p.registerRows : 0, p.cacheRows,
+            p.rowPadding}));
+      })))
+    return failure();
+  PassManager pm(module.getContext());
+  pm.addPass(createSplitWeightPreparation());
+  if (failed(pm.run(module)))
+    return failure();
+  return runOnEachFunction(module, schedules, [&](OpPassManager &pm, const Schedule &s) {
+    const AttentionSchedule &a = s.attention;
+    pm.addPass(createConvertMhaAttentionToLoops(ConvertMhaAttentionToLoopsOptions{
+        a.queryBlock, a.groupedQueryBlock, a.keyBlock, target.lanes(), a.scoreTileKeys,
+        a.scoreTileVectors,
+        a.valueTileRows, a.valueTileVectors, a.queryTranspose == QueryTranspose::Tiles,
+        a.keyPrefetchDistance, a.prefetchValues, a.prefetchNextBlock}));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  });
+}
+
+/// Applies a transform script (a module holding `@__transform_main`) to `payload`.
+static LogicalResult applyTransformScript(Operation *payload, const std::string &text) {
+  OwningOpRef<ModuleOp> script = parseSourceString<ModuleOp>(text, payload->getContext());
   if (!script)
     return failure();
   auto entry = transform::detail::findTransformEntryPoint(
-      module, *script, transform::TransformDialect::kTransformEntryPointSymbolName);
+      payload, *script, transform::TransformDialect::kTransformEntryPointSymbolName);
   if (!entry)
-    return module.emitError("the schedule has no @__transform_main");
-  return transform::applyTransformNamedSequence(module, entry, *script,
+    return payload->emitError("the schedule has no @__transform_main");
+  return transform::applyTransformNamedSequence(payload, entry, *script,
                                                 transform::TransformOptions());
+}
+
+/// Applies the script `build` makes of each scheduled function's schedule to that function.
+static LogicalResult applyToEachFunction(ModuleOp module, const LayerSchedules &schedules,
+                                         std::string (*build)(const Schedule &)) {
+  for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+    if (const Schedule *schedule = scheduleOf(func, schedules))
+      if (failed(applyTransformScript(func, build(*schedule))))
+        return failure();
+  return success();
 }
 
 /// One-shot bufferization of the whole module, functions' boundaries included (buffers there
@@ -94,18 +139,18 @@ static LogicalResult bufferize(ModuleOp module) {
   return bufferization::runOneShotModuleBufferize(module, options, state);
 }
 
-LogicalResult applyTilingSchedule(ModuleOp module, const Schedule &schedule) {
-  return applyTransformScript(module, buildTilingScript(schedule));
+LogicalResult applyTilingSchedules(ModuleOp module, const LayerSchedules &schedules) {
+  return applyToEachFunction(module, schedules, buildTilingScript);
 }
 
-LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const Schedule &schedule) {
-  if (failed(applyTilingSchedule(module, schedule)) ||
+LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const LayerSchedules &schedules) {
+  if (failed(applyTilingSchedules(module, schedules)) ||
       failed(runPipeline(module, "canonicalize, cse, mhac-layer-results-to-out-arguments,"
                                  "eliminate-empty-tensors")) ||
       failed(bufferize(module)) ||
       // Tiles written back where they were read leave self-copies until CSE merges views.
       failed(runPipeline(module, "canonicalize, cse, canonicalize")) ||
-      failed(applyTransformScript(module, buildVectorLoweringScript(schedule))))
+      failed(applyToEachFunction(module, schedules, buildVectorLoweringScript)))
     return failure();
   return runPipeline(
       module,

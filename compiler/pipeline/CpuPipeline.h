@@ -8,9 +8,13 @@
 #define MHAC_COMPILER_PIPELINE_CPUPIPELINE_H
 
 #include "compiler/schedules/Schedule.h"
+#include "compiler/target/CpuTarget.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
+
+#include <map>
+#include <string>
 
 namespace mlir {
 class DialectRegistry;
@@ -22,17 +26,23 @@ namespace mhac {
 /// built with `registry` never loads anything mid-pass.
 void registerCpuPipelineDialects(mlir::DialectRegistry &registry);
 
-/// mha -> linalg on tensors (projections) and blocked loops (attention).
-mlir::LogicalResult lowerMhaToLinalg(mlir::ModuleOp module, const Schedule &schedule);
+/// The schedule of each layer of a module, by layer name. A layer function @NAME and its
+/// preparation function @mhac_prepare_NAME are lowered with NAME's schedule.
+using LayerSchedules = std::map<std::string, Schedule>;
 
-/// The first step of lowerLinalgToLLVMDialect: the schedule's tiling script (tiles, fusion and
-/// vectorization on tensors), on its own for mhac-opt's tests of the schedule.
-mlir::LogicalResult applyTilingSchedule(mlir::ModuleOp module, const Schedule &schedule);
+/// mha -> linalg on tensors (projections) and blocked loops (attention), for `target`.
+mlir::LogicalResult lowerMhaToLinalg(mlir::ModuleOp module, const LayerSchedules &schedules,
+                                     const CpuTarget &target);
 
-/// linalg -> LLVM dialect: applies the schedule's transform script, bufferizes (layer functions
-/// then write their result into a last memref argument), lowers vectors and loops, and converts
-/// everything to the LLVM dialect. Expects the output of `lowerMhaToLinalg`.
-mlir::LogicalResult lowerLinalgToLLVMDialect(mlir::ModuleOp module, const Schedule &schedule);
+/// The first step of lowerLinalgToLLVMDialect: the schedules' tiling scripts (tiles, fusion and
+/// vectorization on tensors), on their own for mhac-opt's tests of the schedule.
+mlir::LogicalResult applyTilingSchedules(mlir::ModuleOp module, const LayerSchedules &schedules);
+
+/// linalg -> LLVM dialect: applies the schedules' transform scripts, bufferizes (layer
+/// functions then write their result into a last memref argument), lowers vectors and loops,
+/// and converts everything to the LLVM dialect. Expects the output of `lowerMhaToLinalg`.
+mlir::LogicalResult lowerLinalgToLLVMDialect(mlir::ModuleOp module,
+                                             const LayerSchedules &schedules);
 
 } // namespace mhac
 

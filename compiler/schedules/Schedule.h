@@ -1,68 +1,82 @@
-//===- Schedule.h - how a layer is tiled, as a value ------------*- C++ -*-===//
+//===- Schedule.h - how a layer is computed, as one value -------*- C++ -*-===//
 //
-// Part of mhac. The schedule is data handed to the lowering: today a default per target,
-// later parsed from a user's schedule file and searched by `mhac tune`.
+// Part of mhac. A schedule holds every decision that changes how fast a layer runs and never
+// what it computes. It is plain data: read from a schedule file or from the target's default
+// file (ScheduleFile.h), checked against the knob table (Knobs.h), and handed to the lowering.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MHAC_COMPILER_SCHEDULES_SCHEDULE_H
 #define MHAC_COMPILER_SCHEDULES_SCHEDULE_H
 
-#include "compiler/target/Target.h"
-
-#include <array>
 #include <cstdint>
-#include <string>
 
 namespace mhac {
 
-/// Tiling of the projections, as matmuls [M = rows, N = out features, K = in features].
+/// How a block's query rows are transposed so that its columns become vectors.
+enum class QueryTranspose {
+  Tiles,    ///< square lanes x lanes tiles transposed in registers (needs whole tiles)
+  Elements, ///< element by element
+};
+
+/// How those register tiles are transposed (MLIR's vector.transpose lowerings).
+enum class TransposeLowering {
+  Shuffle16x16, ///< the 16 x 16 shuffle network (other shapes: element by element)
+  Shuffle1D,    ///< one shuffle per row
+  Elements,     ///< one element move each
+};
+
+/// Tiling of the four projections, as matmuls [M = rows, N = out features, K = in features].
 struct ProjectionSchedule {
-  /// Cache tiles over [M, N]: the parallel tasks; their rows' inputs and one weight panel at a
-  /// time stay in L2 while the register tiles pass over them.
-  std::array<int64_t, 2> cacheTile = {258, 64};
-  /// Register tiles over [M, N, K]: one vectorized micro-kernel step.
-  std::array<int64_t, 3> registerTile = {6, 64, 1};
-  /// Projections whose weights are not packed in panels (widths that are no whole number of
-  /// panels) split a cache tile's reduction into blocks of this many input features; a panel
-  /// register tile runs over the whole reduction.
-  int64_t reductionBlock = 128;
-  /// A panel register tile's reduction loop does this many steps per iteration (unrolled).
-  int64_t reductionUnroll = 4;
+  /// Cache tiles over [M, N]: the parallel tasks. A tile's rows and one weight panel at a time
+  /// stay in L2 while the register tiles pass over them.
+  int64_t cacheRows = 0, cacheCols = 0;
+  /// Register tiles over [M, N]: rows x columns of f32 accumulators, over the whole reduction.
+  /// `registerCols` is also the width of a packed weight panel.
+  int64_t registerRows = 0, registerCols = 0;
+  /// Projections whose weights are not packed (widths that are no whole number of panels)
+  /// split a cache tile's reduction into blocks of this many input features.
+  int64_t reductionBlock = 0;
+  /// Steps of a panel register tile's reduction loop per iteration (unrolled).
+  int64_t reductionUnroll = 0;
+  /// Splits a projection's last cache tile off into a projection of its own, whose edge rows
+  /// are then a static register tile.
+  bool splitLastCacheTile = false;
+  /// Elements of padding after each row of keys, values and unpacked transposed weights whose
+  /// width is a multiple of 256 (rows 1 KiB apart share L1 cache sets); 0 pads nothing.
+  int64_t rowPadding = 0;
+  /// Side of the square tiles the unpacked weights are transposed in (preparation only).
+  int64_t transposeTile = 0;
 };
 
 /// Blocking of attention (see convert-mha-attention-to-loops).
 struct AttentionSchedule {
-  int64_t queryBlock = 48;
-  /// Query rows of a block whose rows are the heads of a group (grouped-query layers): whole
-  /// vectors of each head's positions let the block's queries transpose in square tiles.
-  int64_t groupedQueryBlock = 64;
-  int64_t keyBlock = 96;
-  /// The target's f32 lanes per vector register, and how many registers a register tile's
-  /// accumulators may fill (the rest hold the loaded and broadcast operands).
-  int64_t vectorLanes = 16;
-  int64_t accumulatorRegisters = 24;
-  /// Vectors in a register tile's row: the score tile spans this many of the query block, the
-  /// p.v tile this many of the head.
-  int64_t tileVectors = 4;
+  /// Query rows of a block (fewer when the sequence is shorter), and of a block whose rows are
+  /// the heads of a group (grouped-query layers).
+  int64_t queryBlock = 0, groupedQueryBlock = 0;
+  /// Keys per block of scores.
+  int64_t keyBlock = 0;
+  /// The score tile: keys x vectors of the block's queries.
+  int64_t scoreTileKeys = 0, scoreTileVectors = 0;
+  /// The p.v tile: query rows x vectors of the head.
+  int64_t valueTileRows = 0, valueTileVectors = 0;
+  QueryTranspose queryTranspose = QueryTranspose::Tiles;
+  TransposeLowering transposeLowering = TransposeLowering::Shuffle16x16;
+  /// Key tiles ahead that a score tile prefetches (0: none).
+  int64_t keyPrefetchDistance = 0;
+  /// A score tile prefetches the value rows of its keys.
+  bool prefetchValues = false;
+  /// The first key block prefetches the next task's query rows and this block's output rows.
+  bool prefetchNextBlock = false;
 };
 
 struct Schedule {
   ProjectionSchedule projection;
   AttentionSchedule attention;
+
+  bool operator==(const Schedule &other) const;
+  bool operator!=(const Schedule &other) const { return !(*this == other); }
 };
-
-/// The schedule mhac uses for `target` when the user gives none.
-Schedule defaultSchedule(const CpuTarget &target);
-
-/// The transform-dialect script that tiles and vectorizes the linalg form of a layer (on
-/// tensors, before bufferization): a module holding `@__transform_main`.
-std::string buildTilingScript(const Schedule &schedule);
-
-/// The transform-dialect script that finishes the vector code after bufferization: keeps the
-/// register tiles' accumulators in registers across the reduction loop, lowers the vector
-/// ops to the forms LLVM handles best and unrolls the panel register tiles' reductions.
-std::string buildVectorLoweringScript(const Schedule &schedule);
 
 } // namespace mhac
 

@@ -7,24 +7,45 @@
 
 #include "compiler/target/EntryPoints.h"
 
+#include "runtime/include/mhac/runtime.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
+
+#include <cstddef>
 
 using namespace llvm;
 
 namespace mhac {
 namespace {
 
-/// The status codes of mhac/runtime.h.
+/// The status codes of mhac/runtime.h, as the entry points return them.
 enum Status : int32_t {
-  kOk = 0,
-  kNullPointer = 1,
-  kBadSize = 2,
-  kBadKvLens = 3,
-  kOutOfMemory = 4,
-  kInvalidArgument = 5,
+  kOk = MHAC_OK,
+  kNullPointer = MHAC_ERROR_NULL_POINTER,
+  kBadSize = MHAC_ERROR_BAD_SIZE,
+  kBadKvLens = MHAC_ERROR_BAD_KV_LENS,
+  kOutOfMemory = MHAC_ERROR_OUT_OF_MEMORY,
+  kInvalidArgument = MHAC_ERROR_INVALID_ARGUMENT,
+};
+
+/// The byte offset of each field of mhac_layer, in order: the metadata built here must lay
+/// its fields out exactly there (checked against the module's data layout).
+constexpr size_t kLayerFieldOffsets[] = {
+    offsetof(mhac_layer, abi_version),   offsetof(mhac_layer, name),
+    offsetof(mhac_layer, dtype),         offsetof(mhac_layer, model_dim),
+    offsetof(mhac_layer, heads),         offsetof(mhac_layer, head_dim),
+    offsetof(mhac_layer, kv_heads),      offsetof(mhac_layer, kv_dim),
+    offsetof(mhac_layer, batch),         offsetof(mhac_layer, seq),
+    offsetof(mhac_layer, kv_seq),        offsetof(mhac_layer, cross),
+    offsetof(mhac_layer, causal),        offsetof(mhac_layer, kv_lens),
+    offsetof(mhac_layer, bias),          offsetof(mhac_layer, scale),
+    offsetof(mhac_layer, num_tensors),   offsetof(mhac_layer, run_packed),
+    offsetof(mhac_layer, prepared_bytes), offsetof(mhac_layer, prepare_packed),
+    offsetof(mhac_layer, run_prepared_packed), offsetof(mhac_layer, cpu_features),
+    offsetof(mhac_layer, schedule),
 };
 
 /// Largest accepted run-time size, as in the language.
@@ -48,7 +69,9 @@ private:
   Function *buildEntry(EntryKind kind);
   /// Emits the packed form of an entry point: tensors as an array, sizes as mhac_sizes.
   Function *buildPacked(EntryKind kind, Function *entry);
-  void buildMetadata(Function *runPacked, Function *preparePacked, Function *runPreparedPacked);
+  Error buildMetadata(Function *runPacked, Function *preparePacked, Function *runPreparedPacked);
+  /// A private constant C string `text`, named NAME.`what`.
+  Constant *string(StringRef text, StringRef what);
   /// Appends a memref descriptor: (allocated, aligned, offset = 0, sizes, row-major strides).
   void appendDescriptor(IRBuilder<> &b, SmallVectorImpl<Value *> &args, Value *pointer,
                         ArrayRef<Value *> dims);
@@ -292,23 +315,37 @@ Function *EntryPointBuilder::buildPacked(EntryKind kind, Function *entry) {
   return packed;
 }
 
-void EntryPointBuilder::buildMetadata(Function *runPacked, Function *preparePacked,
-                                      Function *runPreparedPacked) {
+Constant *EntryPointBuilder::string(StringRef text, StringRef what) {
+  Constant *value = ConstantDataArray::getString(ctx_, text);
+  return new GlobalVariable(module_, value->getType(), /*isConstant=*/true,
+                            GlobalValue::PrivateLinkage, value, layer_.name + "." + what);
+}
+
+Error EntryPointBuilder::buildMetadata(Function *runPacked, Function *preparePacked,
+                                       Function *runPreparedPacked) {
   // Field for field, the struct mhac_layer of mhac/runtime.h (natural C layout).
   Type *f32 = Type::getFloatTy(ctx_);
   StructType *layerType =
       StructType::get(ctx_, {i32_, ptr_, i32_, i64_, i64_, i64_, i64_, i64_, i64_, i64_, i64_, i32_,
-                             i32_, i32_, i32_, f32, i32_, ptr_, i64_, ptr_, ptr_, ptr_});
-  Constant *name = ConstantDataArray::getString(ctx_, layer_.name);
-  auto *nameGlobal = new GlobalVariable(module_, name->getType(), /*isConstant=*/true,
-                                        GlobalValue::PrivateLinkage, name, layer_.name + ".name");
+                             i32_, i32_, i32_, f32, i32_, ptr_, i64_, ptr_, ptr_, ptr_, ptr_});
+  const StructLayout *layout = module_.getDataLayout().getStructLayout(layerType);
+  if (layerType->getNumElements() != std::size(kLayerFieldOffsets))
+    return createStringError(inconvertibleErrorCode(),
+                             "internal error: mhac_layer has %zu fields, the metadata %u",
+                             std::size(kLayerFieldOffsets), layerType->getNumElements());
+  for (auto [field, offset] : llvm::enumerate(kLayerFieldOffsets))
+    if (layout->getElementOffset(field) != offset)
+      return createStringError(inconvertibleErrorCode(),
+                               "internal error: field %zu of mhac_layer is at byte %zu in "
+                               "mhac/runtime.h but %zu in the generated metadata",
+                               field, offset, size_t(layout->getElementOffset(field)));
   auto size = [&](int64_t value) {
     return ConstantInt::get(i64_, mlir::ShapedType::isDynamic(value) ? -1 : value);
   };
   auto flag = [&](bool value) { return ConstantInt::get(i32_, value ? 1 : 0); };
   Constant *fields[] = {
-      ConstantInt::get(i32_, 3), // MHAC_ABI_VERSION
-      nameGlobal,
+      ConstantInt::get(i32_, MHAC_ABI_VERSION),
+      string(layer_.name, "name"),
       ConstantInt::get(i32_, layer_.bf16 ? 1 : 0),
       size(layer_.modelDim),
       size(layer_.heads),
@@ -329,6 +366,7 @@ void EntryPointBuilder::buildMetadata(Function *runPacked, Function *preparePack
       preparePacked,
       runPreparedPacked,
       cpuFeatures_,
+      string(layer_.schedule, "schedule"),
   };
   metadata_ =
       new GlobalVariable(module_, layerType, /*isConstant=*/true, GlobalValue::InternalLinkage,
@@ -339,6 +377,7 @@ void EntryPointBuilder::buildMetadata(Function *runPacked, Function *preparePack
       Function::Create(type, GlobalValue::ExternalLinkage, layer_.name + "_metadata", module_);
   IRBuilder<> b(BasicBlock::Create(ctx_, "entry", getter));
   b.CreateRet(metadata_);
+  return Error::success();
 }
 
 Error EntryPointBuilder::build() {
@@ -361,8 +400,7 @@ Error EntryPointBuilder::build() {
                                layer_.name.c_str());
     entries[static_cast<int>(kind)] = buildPacked(kind, entry);
   }
-  buildMetadata(entries[0], entries[1], entries[2]);
-  return Error::success();
+  return buildMetadata(entries[0], entries[1], entries[2]);
 }
 
 } // namespace

@@ -45,6 +45,8 @@ struct LayerABI {
   std::vector<TensorABI> tensors; ///< inputs and weights in argument order, then `out`
   /// Bytes of the block NAME_prepare fills: every parameter in its kernel's layout.
   int64_t preparedBytes = 0;
+  /// The schedule the layer is compiled with, as its block of a schedule file.
+  std::string schedule;
 
   bool hasDynamicSizes() const;
 };

@@ -17,6 +17,8 @@
 
 #include <optional>
 
+#include <unistd.h>
+
 using namespace llvm;
 
 namespace mhac {
@@ -31,6 +33,7 @@ CpuTarget cpuTarget(StringRef name, StringRef cpu, const StringMap<bool> &cpuFea
     features.AddFeature(feature.getKey(), feature.getValue());
   bool avx512 = cpuFeatures.lookup("avx512f");
   target.vectorBits = avx512 ? 512 : 256;
+  target.vectorRegisters = avx512 ? 32 : 16;
   if (avx512)
     features.AddFeature("prefer-256-bit", false);
   if (avx512 && cpu.starts_with("znver"))
@@ -54,9 +57,20 @@ static std::optional<StringMap<bool>> featuresOfCpu(StringRef cpu) {
   return features;
 }
 
+/// The data cache sizes the OS reports for this machine, where it reports them.
+static void readHostCaches(CpuTarget &target) {
+  if (long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE); l1 > 0)
+    target.l1Bytes = l1;
+  if (long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0)
+    target.l2Bytes = l2;
+}
+
 Expected<CpuTarget> resolveCpuTarget(const std::string &name) {
-  if (name == "host")
-    return cpuTarget("host", sys::getHostCPUName(), sys::getHostCPUFeatures());
+  if (name == "host") {
+    CpuTarget host = cpuTarget("host", sys::getHostCPUName(), sys::getHostCPUFeatures());
+    readHostCaches(host);
+    return host;
+  }
   if (name.rfind("cuda:", 0) == 0)
     return createStringError(inconvertibleErrorCode(),
                              "target '%s' is not supported yet: this version of mhac generates "

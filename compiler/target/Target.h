@@ -7,6 +7,8 @@
 #ifndef MHAC_COMPILER_TARGET_TARGET_H
 #define MHAC_COMPILER_TARGET_TARGET_H
 
+#include "compiler/target/CpuTarget.h"
+
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -20,18 +22,6 @@ class TargetMachine;
 
 namespace mhac {
 
-/// A CPU to generate code for, as `--target` names it.
-struct CpuTarget {
-  std::string name;     ///< as given: "host", "x86-64-v3", "znver4", ...
-  std::string triple;   ///< LLVM target triple
-  std::string cpu;      ///< LLVM CPU name
-  std::string features; ///< LLVM feature string
-  /// The CPU whose scheduling model and tuning LLVM uses (its "tune-cpu"); empty: `cpu`'s.
-  std::string tuneCpu;
-  /// Width of the widest vector registers the schedule may use, in bits (256 or 512).
-  unsigned vectorBits = 256;
-};
-
 /// Resolves a `--target` value: `host` (the default), an x86-64 CPU as LLVM names it
 /// (`x86-64-v3` for AVX2, `x86-64-v4` for AVX-512, `znver4`, `sapphirerapids`, ...), which
 /// must have AVX2 and FMA. CUDA targets are rejected with a message saying they are not built
@@ -43,10 +33,8 @@ llvm::Expected<CpuTarget> resolveCpuTarget(const std::string &name);
 /// `-prefer-256-bit`, so that LLVM's own vectorizers widen to zmm like the schedule (its
 /// models of Intel's AVX-512 CPUs prefer ymm). On AMD CPUs with AVX-512 (Zen 4, Zen 5), code
 /// is tuned as for `x86-64-v4`: LLVM's Zen scheduling model hoists the register tiles' loads
-/// so far ahead of their FMAs that the 6 x 64 tile (24 accumulators) spills (14 stack
-/// accesses per 96 FMAs); the Skylake-server model that x86-64-v4 tunes for keeps all 32 zmm
-/// live and spills nothing. Zen 5, 1 thread, alternating medians: (8, 128, 768, 12) 29.0 ->
-/// 25.6 ms, (1, 128) 3.45 -> 3.15.
+/// so far ahead of their FMAs that a tile of 24 accumulators spills, where the Skylake-server
+/// model keeps all 32 zmm live (bench/RESULTS.md has the measurements).
 CpuTarget cpuTarget(llvm::StringRef name, llvm::StringRef cpu,
                     const llvm::StringMap<bool> &features);
 

@@ -20,6 +20,7 @@ usage:
   mha-run MODULE.so [--layer NAME] --check [sizes] [--seed N] [--threads N]
   mha-run MODULE.so [--layer NAME] --bench N [sizes] [--seed N] [--threads N]
   mha-run MODULE.so --list
+  mha-run MODULE.so [--layer NAME] --print-schedule
 
   --layer NAME        the layer to run (needed when the module has several)
   --weights FILE      .safetensors with q_proj.weight, q_proj.bias, ..., o_proj.bias, or
@@ -41,6 +42,8 @@ usage:
   --threads N         threads of the runtime's pool (default: MHAC_NUM_THREADS, else all CPUs)
   --seed N            seed of the random data (default 1)
   --list              list the layers of the module
+  --print-schedule    print the schedules the module's layers (or the one --layer names) were
+                      compiled with, as a schedule file that 'mhac compile --schedule' reads
 
 bf16 layers take float32 inputs, round them to bf16, and write float32 outputs.
 )";
@@ -102,6 +105,8 @@ std::optional<RunOptions> parseRunOptions(int argc, char **argv, int &status) {
       options.check = true;
     } else if (arg == "--list") {
       options.list = true;
+    } else if (arg == "--print-schedule") {
+      options.printSchedule = true;
     } else if (arg == "--layer") {
       ok = path(options.layer);
     } else if (arg == "--weights") {
@@ -157,8 +162,10 @@ std::optional<RunOptions> parseRunOptions(int argc, char **argv, int &status) {
     usageError("nothing to do with the files: give --output FILE (or --check, --bench N)");
     return std::nullopt;
   }
-  if (!options.list && !options.fileMode() && !options.check && !options.bench) {
-    usageError("nothing to do: give --weights and --input, --check, --bench N or --list");
+  if (!options.list && !options.printSchedule && !options.fileMode() && !options.check &&
+      !options.bench) {
+    usageError("nothing to do: give --weights and --input, --check, --bench N, --list or "
+               "--print-schedule");
     return std::nullopt;
   }
   return options;

@@ -20,6 +20,7 @@ struct RunOptions {
   // Modes on random (or file) data.
   bool check = false;
   bool list = false;
+  bool printSchedule = false;
   std::optional<long> bench;
   // Sizes of '?' dimensions, threads, seed.
   std::optional<long> batch, seq, kvSeq;

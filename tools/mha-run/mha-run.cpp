@@ -109,9 +109,19 @@ int run(const RunOptions &options) {
       fmt::print("{}\n", mhac_module_layer(module.get(), i)->name);
     return 0;
   }
+  if (options.printSchedule && options.layer.empty()) {
+    fmt::print("format = {}\n", MHAC_SCHEDULE_FORMAT);
+    for (int32_t i = 0; i < mhac_module_num_layers(module.get()); ++i)
+      fmt::print("\n{}", mhac_module_layer(module.get(), i)->schedule);
+    return 0;
+  }
   const mhac_layer *layer = selectLayer(module.get(), options);
   if (!layer)
     return kFailure;
+  if (options.printSchedule) {
+    fmt::print("format = {}\n\n{}", MHAC_SCHEDULE_FORMAT, layer->schedule);
+    return 0;
+  }
 
   LayerData data;
   bool ready = options.fileMode() ? readDataFiles(*layer, options, data)

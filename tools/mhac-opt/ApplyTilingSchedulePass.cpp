@@ -10,7 +10,9 @@
 #include "ApplyTilingSchedulePass.h"
 
 #include "compiler/pipeline/CpuPipeline.h"
+#include "compiler/schedules/ScheduleFile.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
@@ -36,8 +38,13 @@ struct ApplyTilingSchedulePass : PassWrapper<ApplyTilingSchedulePass, OperationP
       return signalPassFailure();
     }
     CpuTarget target;
+    target.name = vectorBits == 512 ? "x86-64-v4" : "x86-64-v3";
     target.vectorBits = vectorBits;
-    if (failed(applyTilingSchedule(getOperation(), defaultSchedule(target))))
+    target.vectorRegisters = vectorBits == 512 ? 32 : 16;
+    LayerSchedules schedules;
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      schedules.emplace(func.getSymName().str(), targetDefaults(target));
+    if (failed(applyTilingSchedules(getOperation(), schedules)))
       signalPassFailure();
   }
 

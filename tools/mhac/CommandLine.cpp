@@ -25,13 +25,17 @@ FILE.mha may be '-' to read the layers from standard input.
 
 options of 'compile':
   -o NAME          base name of the outputs (default: the stem of FILE.mha, or 'layers' for
-                   standard input); a path, so 'build/bert' writes build/bert.o and build/bert.h
+                   standard input); a path, so 'build/bert' writes build/bert.o and build/bert.h;
+                   with --emit, the file to write the stage to (default: standard output)
   --target=T       the CPU to generate code for: host (default), x86-64-v3 (AVX2),
                    x86-64-v4 (AVX-512), or an x86-64 CPU with AVX2 as LLVM names it
                    (znver4, sapphirerapids, ...)
+  --schedule=FILE  compile with the schedules of FILE (knobs it leaves out, and layers it
+                   has no block for, take the target's defaults); see docs/schedules.md
   --shared         write a shared library NAME.so (for mha-run or dlopen) instead of NAME.o
   --emit=STAGE     print STAGE on standard output instead of writing files:
                      ast        the syntax tree, as written, with source locations
+                     schedule   every layer's schedule, as a schedule file
                      mha        the layers in the mha dialect (MLIR), after verification
                      linalg     projections as linalg matmuls, attention as blocked loops
                      llvm-mlir  the LLVM dialect, after the schedule, bufferization and
@@ -53,7 +57,7 @@ static void usageError(const std::string &message) {
 
 static std::optional<EmitStage> parseEmitStage(std::string_view value) {
   static constexpr std::pair<std::string_view, EmitStage> kStages[] = {
-      {"ast", EmitStage::AST},       {"mha", EmitStage::Mha},
+      {"ast", EmitStage::AST},       {"schedule", EmitStage::Schedule}, {"mha", EmitStage::Mha},
       {"linalg", EmitStage::Linalg}, {"llvm-mlir", EmitStage::LLVMDialect},
       {"llvm", EmitStage::LLVMIR},   {"asm", EmitStage::Assembly},
       {"obj", EmitStage::Object},
@@ -62,7 +66,9 @@ static std::optional<EmitStage> parseEmitStage(std::string_view value) {
     if (value == name)
       return stage;
   usageError(fmt::format(
-      "unknown --emit stage '{}' (expected ast, mha, linalg, llvm-mlir, llvm, asm or obj)", value));
+      "unknown --emit stage '{}' (expected ast, schedule, mha, linalg, llvm-mlir, llvm, asm or "
+      "obj)",
+      value));
   return std::nullopt;
 }
 
@@ -125,7 +131,7 @@ std::optional<Invocation> parseCommandLine(int argc, char **argv) {
     bool missing = false;
     if (matchValueOption(args, i, "--emit", value, missing)) {
       if (missing) {
-        usageError("--emit needs a stage (ast, mha, linalg, llvm-mlir, llvm, asm or obj)");
+        usageError("--emit needs a stage (ast, schedule, mha, linalg, llvm-mlir, llvm, asm or obj)");
         return std::nullopt;
       }
       options.emit = parseEmitStage(*value);
@@ -139,6 +145,14 @@ std::optional<Invocation> parseCommandLine(int argc, char **argv) {
         return std::nullopt;
       }
       options.outputName = std::string(*value);
+      continue;
+    }
+    if (matchValueOption(args, i, "--schedule", value, missing)) {
+      if (missing || value->empty()) {
+        usageError("--schedule needs a schedule file");
+        return std::nullopt;
+      }
+      options.schedulePath = std::string(*value);
       continue;
     }
     if (matchValueOption(args, i, "--target", value, missing)) {

@@ -14,14 +14,16 @@
 namespace mhac {
 
 /// The stage `mhac compile --emit` prints, in pipeline order.
-enum class EmitStage { AST, Mha, Linalg, LLVMDialect, LLVMIR, Assembly, Object };
+enum class EmitStage { AST, Schedule, Mha, Linalg, LLVMDialect, LLVMIR, Assembly, Object };
 
 struct CompileOptions {
   std::string inputPath; ///< `-` reads standard input
   /// Print this stage on standard output instead of writing NAME.o and NAME.h.
   std::optional<EmitStage> emit;
-  std::string outputName; ///< NAME of the outputs; defaults to the input's stem
+  /// NAME of the outputs; defaults to the input's stem. With `emit`, the file to print to.
+  std::string outputName;
   std::string target = "host";
+  std::string schedulePath; ///< a schedule file; empty: the target's defaults
   bool shared = false; ///< write NAME.so instead of NAME.o
 };
 

@@ -11,6 +11,7 @@
 #include "compiler/frontend/Parser.h"
 #include "compiler/frontend/Sema.h"
 #include "compiler/pipeline/CpuPipeline.h"
+#include "compiler/schedules/ScheduleFile.h"
 #include "compiler/target/CodeEmitter.h"
 #include "compiler/target/HeaderEmitter.h"
 #include "compiler/target/LayerABI.h"
@@ -35,6 +36,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <sstream>
 
 using namespace mhac;
 
@@ -77,6 +79,74 @@ static std::string outputBase(const CompileOptions &options) {
   return llvm::sys::path::stem(options.inputPath).str();
 }
 
+/// The schedule of every layer: from the file `--schedule` names where it has a block for the
+/// layer, the target's defaults otherwise. Errors in the file are reported in it.
+static std::optional<LayerSchedules> readSchedules(const CompileOptions &options,
+                                                   const std::vector<LayerSpec> &layers,
+                                                   const CpuTarget &target) {
+  std::optional<SourceFile> file;
+  std::optional<DiagnosticEngine> diags;
+  std::optional<ScheduleFile> schedules;
+  if (!options.schedulePath.empty()) {
+    auto buffer = llvm::MemoryBuffer::getFile(options.schedulePath, /*IsText=*/false,
+                                              /*RequiresNullTerminator=*/false);
+    if (std::error_code error = buffer.getError()) {
+      fail(fmt::format("cannot read '{}': {}", options.schedulePath, error.message()));
+      return std::nullopt;
+    }
+    file.emplace(options.schedulePath, (*buffer)->getBuffer().str());
+    diags.emplace(*file, std::cerr);
+    schedules = readScheduleFile(*file, *diags, target);
+    if (!schedules || !checkBlockNames(*schedules, layers, *diags))
+      return std::nullopt;
+  }
+  LayerSchedules resolved;
+  bool ok = true;
+  for (const LayerSpec &layer : layers) {
+    const ScheduleBlock *block = schedules ? schedules->find(layer.name) : nullptr;
+    ScheduleResolution resolution =
+        resolveSchedule(layer, target, block, diags ? &*diags : nullptr);
+    if (!resolution.error.empty())
+      fail(resolution.error);
+    if (resolution.schedule)
+      resolved.emplace(layer.name, *resolution.schedule);
+    else
+      ok = false;
+  }
+  if (!ok)
+    return std::nullopt;
+  return resolved;
+}
+
+/// Prints the stages `--emit` asks for: on standard output, or into the file `-o` names.
+class EmitOutput {
+public:
+  explicit EmitOutput(const CompileOptions &options) {
+    if (options.outputName.empty())
+      return;
+    std::error_code ec;
+    file_.emplace(options.outputName, ec, llvm::sys::fs::OF_None);
+    if (ec) {
+      error_ = fmt::format("cannot write '{}': {}", options.outputName, ec.message());
+      file_.reset();
+    }
+  }
+
+  /// Empty unless the output file could not be opened.
+  const std::string &error() const { return error_; }
+  llvm::raw_pwrite_stream &os() { return file_ ? file_->os() : llvm::outs(); }
+  /// Keeps the file (a failed compilation leaves none behind).
+  int done() {
+    if (file_)
+      file_->keep();
+    return 0;
+  }
+
+private:
+  std::optional<llvm::ToolOutputFile> file_;
+  std::string error_;
+};
+
 static int compile(const CompileOptions &options) {
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(options.inputPath, /*IsText=*/false,
                                                    /*RequiresNullTerminator=*/false);
@@ -91,15 +161,33 @@ static int compile(const CompileOptions &options) {
       diags.hasErrors() ? std::nullopt : analyzeModule(ast, diags);
   if (!layers)
     return kFailure;
+  std::optional<EmitOutput> emitted;
+  if (options.emit) {
+    emitted.emplace(options);
+    if (!emitted->error().empty())
+      return fail(emitted->error());
+  }
   if (options.emit == EmitStage::AST) {
-    dumpAST(ast, displayName, std::cout);
-    return 0;
+    std::ostringstream text;
+    dumpAST(ast, displayName, text);
+    emitted->os() << text.str();
+    return emitted->done();
   }
 
   // The target is checked before any work, so that a typo fails fast.
   llvm::Expected<CpuTarget> target = resolveCpuTarget(options.target);
   if (!target)
     return fail(llvm::toString(target.takeError()));
+  std::optional<LayerSchedules> schedules = readSchedules(options, *layers, *target);
+  if (!schedules)
+    return kFailure;
+  if (options.emit == EmitStage::Schedule) {
+    std::vector<std::pair<std::string, Schedule>> ordered;
+    for (const LayerSpec &layer : *layers)
+      ordered.emplace_back(layer.name, schedules->at(layer.name));
+    emitted->os() << printScheduleFile(ordered, displayName, *target);
+    return emitted->done();
+  }
 
   mlir::DialectRegistry registry;
   registerCpuPipelineDialects(registry);
@@ -110,28 +198,28 @@ static int compile(const CompileOptions &options) {
     return fail("internal error: the generated mha IR does not verify");
   auto printFlags = mlir::OpPrintingFlags().printNameLocAsPrefix();
   if (options.emit == EmitStage::Mha) {
-    module->print(llvm::outs(), printFlags);
-    return 0;
+    module->print(emitted->os(), printFlags);
+    return emitted->done();
   }
 
   mlir::FailureOr<std::vector<LayerABI>> abis = readLayerABIs(*module);
   if (mlir::failed(abis))
     return fail("internal error: cannot read the interface of the layers");
-  Schedule schedule = defaultSchedule(*target);
-
-  if (mlir::failed(lowerMhaToLinalg(*module, schedule)))
+  for (LayerABI &abi : *abis)
+    abi.schedule = printScheduleBlock("layer", abi.name, schedules->at(abi.name));
+  if (mlir::failed(lowerMhaToLinalg(*module, *schedules, *target)))
     return fail("lowering to linalg failed");
   if (mlir::failed(readPreparedLayout(*module, *abis)))
     return fail("internal error: cannot read the layout of the prepared parameters");
   if (options.emit == EmitStage::Linalg) {
-    module->print(llvm::outs(), printFlags);
-    return 0;
+    module->print(emitted->os(), printFlags);
+    return emitted->done();
   }
-  if (mlir::failed(lowerLinalgToLLVMDialect(*module, schedule)))
+  if (mlir::failed(lowerLinalgToLLVMDialect(*module, *schedules)))
     return fail("lowering to the LLVM dialect failed");
   if (options.emit == EmitStage::LLVMDialect) {
-    module->print(llvm::outs());
-    return 0;
+    module->print(emitted->os());
+    return emitted->done();
   }
 
   auto machine = createTargetMachine(*target);
@@ -143,15 +231,15 @@ static int compile(const CompileOptions &options) {
   if (!llvmModule)
     return fail(llvm::toString(llvmModule.takeError()));
   if (options.emit == EmitStage::LLVMIR) {
-    (*llvmModule)->print(llvm::outs(), nullptr);
-    return 0;
+    (*llvmModule)->print(emitted->os(), nullptr);
+    return emitted->done();
   }
   if (options.emit == EmitStage::Assembly || options.emit == EmitStage::Object) {
     auto kind = options.emit == EmitStage::Assembly ? llvm::CodeGenFileType::AssemblyFile
                                                     : llvm::CodeGenFileType::ObjectFile;
-    if (llvm::Error error = emitMachineCode(**llvmModule, **machine, llvm::outs(), kind))
+    if (llvm::Error error = emitMachineCode(**llvmModule, **machine, emitted->os(), kind))
       return fail(llvm::toString(std::move(error)));
-    return 0;
+    return emitted->done();
   }
 
   // Files: NAME.o (or NAME.so) and NAME.h.

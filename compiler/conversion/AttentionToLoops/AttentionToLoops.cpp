@@ -35,6 +35,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/conversion/Passes.h"
+#include "compiler/schedules/AttentionBlock.h"
 #include "dialects/mha/IR/MhaOps.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -65,17 +66,6 @@ MemRefType anyLayoutMemRef(RankedTensorType tensorType) {
   return MemRefType::get(tensorType.getShape(), tensorType.getElementType(), layout);
 }
 
-/// The number of rows of a register tile: the largest divisor of `extent` (so that every tile is
-/// whole and static) whose tile of rows x `rowVectors` accumulators fits in `registers`. Each row
-/// broadcasts from its own address, so at most 8 rows keep those addresses in registers too.
-int64_t tileRows(int64_t extent, int64_t rowVectors, int64_t registers) {
-  constexpr int64_t kMaxRows = 8;
-  int64_t rows = std::clamp<int64_t>(registers / rowVectors, 1, kMaxRows);
-  while (extent % rows != 0)
-    --rows;
-  return rows;
-}
-
 /// The sizes the loop nest is built from.
 struct AttentionBlocking {
   int64_t queryBlock, keyBlock;
@@ -91,6 +81,13 @@ struct AttentionBlocking {
   int64_t valueChunk;
   /// f32 lanes of a vector register: the side of the square tiles the queries are transposed in.
   int64_t lanes;
+  /// The queries are transposed in square register tiles (else element by element).
+  bool transposeInTiles;
+  /// Key tiles ahead that a score tile prefetches (0: none).
+  int64_t keyPrefetchDistance;
+  /// A score tile prefetches its value rows; the first key block prefetches the next task's
+  /// queries and this block's output.
+  bool prefetchValues, prefetchNextBlock;
 };
 
 /// Builds the loop nest of one mha.attention.
@@ -237,8 +234,7 @@ void AttentionLowering::buildQueryTranspose(Value rows) {
   Value c0 = index(0), c1 = index(1), dh = index(headDim_);
   Value scale = f32(op_.getScaleAttr().getValueAsDouble() * kLog2E);
   int64_t lanes = blocking_.lanes;
-  if (headDim_ % lanes != 0 || blocking_.positions % lanes != 0 ||
-      blocking_.heads * blocking_.positions != blocking_.queryBlock) {
+  if (!blocking_.transposeInTiles) {
     // Element by element, zero in the columns of rows past the end and of padding rows.
     forLoop(c0, dh, c1, [&](Value d) {
       for (int64_t r = 0; r < blocking_.queryBlock; r += lanes)
@@ -311,22 +307,20 @@ void AttentionLowering::buildScores(Value j0, Value cols, Value crossesDiagonal)
       Value row = add(firstKey, index(t));
       keyRows.push_back(clampRows ? minIndex(row, lastKey_) : row);
     }
-    // The next tile's key rows, fetched to L1 while this one is computed: their lines would
+    // A later tile's key rows, fetched to L1 while this one is computed: their lines would
     // otherwise arrive one by one as the head dimension is walked, each a miss the first chunk
-    // waits for (long sequences keep a head's keys in L3: perf, causal S = 2048, the first
-    // chunk's loop took twice the others'; this prefetch measured 6% off the layer). Only a
-    // whole next tile is fetched, so that its rows need no clamping; a partial tile has no
-    // successor. And this tile's value rows, which the p.v update reads after the block's
-    // scores and softmax: a head's values come from L3 for its first query block, and at
-    // S = 128 that is one block in three.
+    // waits for (long sequences keep a head's keys in L3). Only a whole tile is fetched, so
+    // that its rows need no clamping; a partial tile has no successor. And this tile's value
+    // rows, which the p.v update reads after the block's scores and softmax: a head's values
+    // come from L3 for its first query block.
     auto prefetch = [&](Value memref, Value row) {
       for (int64_t column = 0; column < headDim_; column += lineElements)
         memref::PrefetchOp::create(b_, loc_, memref,
                                    ValueRange{batch_, row, add(kvCol_, index(column))},
                                    /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
     };
-    if (!clampRows) {
-      Value nextKey = add(firstKey, index(tile));
+    if (!clampRows && blocking_.keyPrefetchDistance > 0) {
+      Value nextKey = add(firstKey, index(tile * blocking_.keyPrefetchDistance));
       Value nextIsWhole = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sle,
                                                 add(nextKey, index(tile)), add(lastKey_, c1));
       ifThen(nextIsWhole, [&] {
@@ -334,8 +328,9 @@ void AttentionLowering::buildScores(Value j0, Value cols, Value crossesDiagonal)
           prefetch(key_, add(nextKey, index(t)));
       });
     }
-    for (int64_t t = 0; t < tile; ++t)
-      prefetch(value_, keyRows[t]);
+    if (blocking_.prefetchValues)
+      for (int64_t t = 0; t < tile; ++t)
+        prefetch(value_, keyRows[t]);
     // The tile's keys against each chunk of the block's queries in turn, while they are in L1.
     auto scoreChunk = [&](Value q0) {
       // sums[t * chunkVectors + v]: key row t against vector v of the chunk.
@@ -424,7 +419,7 @@ void AttentionLowering::buildValueUpdate(Value j0, Value cols, Value rowsInUse) 
     Value column = index(first);
     forLoop(c0, rowsInUse, index(tile), [&](Value it) {
       // Spread over the first key block's p.v tiles, where they wait on no result.
-      if (first == 0)
+      if (first == 0 && blocking_.prefetchNextBlock)
         ifThen(arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::eq, j0, c0),
                [&] { buildRowPrefetches(it); });
       SmallVector<Value> init;
@@ -669,49 +664,49 @@ struct ConvertMhaAttentionToLoopsPass
     : impl::ConvertMhaAttentionToLoopsBase<ConvertMhaAttentionToLoopsPass> {
   using Base::Base;
 
+  /// The blocking of `op`. The tile options are upper bounds: each op takes the largest
+  /// values up to them that make whole tiles of its block (mhac's schedule validator has
+  /// already made them exact for the layer it compiles; mhac-opt may run one set of options
+  /// over functions with different blocks).
+  AttentionBlocking blockingOf(mha::AttentionOp op) {
+    AttentionBlock block = attentionBlock(op.getGroupSize(), op.getQuery().getType().getDimSize(1),
+                                          queryBlock, groupedQueryBlock, vectorLanes);
+    auto largestDivisor = [](int64_t extent, int64_t bound) {
+      int64_t divisor = std::min(extent, bound);
+      while (extent % divisor != 0)
+        --divisor;
+      return divisor;
+    };
+    return AttentionBlocking{
+        block.rows,
+        keyBlock,
+        block.heads,
+        block.positions,
+        largestDivisor(keyBlock, scoreTileKeys),
+        largestDivisor(block.rows, valueTileRows),
+        largestDivisor(block.vectors(vectorLanes), scoreTileVectors) * vectorLanes,
+        valueTileVectors * vectorLanes,
+        vectorLanes,
+        transposeInTiles && block.transposesInTiles(op.getHeadDim(), vectorLanes),
+        keyPrefetchDistance,
+        prefetchValues,
+        prefetchNextBlock};
+  }
+
   void runOnOperation() override {
-    if (queryBlock < 1 || groupedQueryBlock < 0 || keyBlock < 1 || vectorLanes < 1 ||
-        accumulatorRegisters < 1 || tileVectors < 1) {
-      getOperation().emitError("query-block, key-block, vector-lanes, accumulator-registers "
-                               "and tile-vectors must be positive, grouped-query-block not "
-                               "negative");
+    if (queryBlock < 1 || groupedQueryBlock < 1 || keyBlock < 1 || vectorLanes < 1 ||
+        queryBlock % vectorLanes != 0 || groupedQueryBlock % vectorLanes != 0 ||
+        scoreTileKeys < 1 || scoreTileVectors < 1 || valueTileRows < 1 ||
+        valueTileVectors < 1 || keyPrefetchDistance < 0) {
+      getOperation().emitError("query-block and grouped-query-block must be positive multiples "
+                               "of vector-lanes; key-block, vector-lanes and the tiles' rows, "
+                               "keys and vectors positive; key-prefetch-distance not negative");
       return signalPassFailure();
     }
     SmallVector<mha::AttentionOp> ops;
     getOperation().walk([&](mha::AttentionOp op) { ops.push_back(op); });
     for (mha::AttentionOp op : ops) {
-      auto vectors = [&](int64_t elements) { return llvm::divideCeil(elements, vectorLanes); };
-      // A block holds `positions` positions of each of the `heads` query heads sharing a
-      // key/value head, in whole vectors of rows. A short static sequence (decoding, S = 7)
-      // takes its own length rather than a mostly empty block.
-      int64_t heads = op.getGroupSize();
-      int64_t block = heads > 1 && groupedQueryBlock > 0 ? groupedQueryBlock : queryBlock;
-      int64_t positions = std::max<int64_t>(1, block / heads);
-      int64_t seq = op.getQuery().getType().getDimSize(1);
-      if (!ShapedType::isDynamic(seq))
-        positions = std::min(positions, seq);
-      int64_t rows = vectors(heads * positions) * vectorLanes;
-      if (heads == 1)
-        positions = rows;
-      // A tile's rows span up to `tile-vectors` vectors: the score tile a chunk of the block's
-      // queries (a divisor of the block, so that every chunk is whole), the p.v tile a chunk of
-      // the head (the head in the fewest such chunks, of about equal widths).
-      int64_t blockVectors = rows / vectorLanes;
-      int64_t scoreVectors = std::min<int64_t>(tileVectors, blockVectors);
-      while (blockVectors % scoreVectors != 0)
-        --scoreVectors;
-      int64_t headVectors = vectors(op.getHeadDim());
-      int64_t valueVectors =
-          llvm::divideCeil(headVectors, llvm::divideCeil(headVectors, tileVectors));
-      AttentionBlocking blocking{rows,
-                                 keyBlock,
-                                 heads,
-                                 positions,
-                                 tileRows(keyBlock, scoreVectors, accumulatorRegisters),
-                                 tileRows(rows, valueVectors, accumulatorRegisters),
-                                 scoreVectors * vectorLanes,
-                                 valueVectors * vectorLanes,
-                                 vectorLanes};
+      AttentionBlocking blocking = blockingOf(op);
       OpBuilder builder(op);
       Value result = AttentionLowering(op, builder, blocking).build();
       op.getResult().replaceAllUsesWith(result);

@@ -21,10 +21,9 @@ using namespace mlir;
 namespace mhac {
 namespace {
 
-/// Widths (in elements) whose multiples make rows of W^T alias in the L1 cache, and the padding
-/// that breaks the aliasing: one 64-byte line of f32.
+/// Widths (in elements) whose multiples make rows alias in the L1 cache: rows 1 KiB of f32
+/// apart share a quarter of its sets. The schedule's row padding breaks the aliasing.
 constexpr int64_t kAliasingWidth = 256;
-constexpr int64_t kRowPadding = 16;
 
 /// Marks `value`, an argument of the layer function, as one of its parameters.
 void markParameter(Value value) {
@@ -200,14 +199,14 @@ bool feedsKeysOrValues(mha::LinearOp op) {
 }
 
 /// The [M, N] tensor a projection writes its result to: a fresh tensor, a fresh tensor of the
-/// result's shape collapsed to [M, N], or a view of one whose rows are padded by one cache line
+/// result's shape collapsed to [M, N], or a view of one whose rows are padded
 /// (`finish` then returns the result as that view, so that bufferization writes it in place in
 /// the padded buffer).
 struct RowBuffer {
   RowBuffer(PatternRewriter &rewriter, Location loc, int64_t rows, int64_t columns,
-            Type elementType, ArrayRef<Value> dynamicRows, bool pad)
+            Type elementType, ArrayRef<Value> dynamicRows, int64_t padding)
       : rewriter(rewriter), loc(loc) {
-    if (!pad) {
+    if (padding == 0) {
       view = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{rows, columns}, elementType,
                                      dynamicRows);
       return;
@@ -215,7 +214,7 @@ struct RowBuffer {
     // An allocation rather than tensor.empty, which CSE would share between the keys and the
     // values (and bufferization then copy one of them into an unpadded buffer).
     padded = bufferization::AllocTensorOp::create(
-        rewriter, loc, RankedTensorType::get({rows, columns + kRowPadding}, elementType),
+        rewriter, loc, RankedTensorType::get({rows, columns + padding}, elementType),
         dynamicRows);
     sizes = {tensor::getMixedSize(rewriter, loc, padded, 0), rewriter.getIndexAttr(columns)};
     zeros.assign(2, rewriter.getIndexAttr(0));
@@ -257,8 +256,10 @@ private:
 };
 
 struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
-  LinearOpLowering(MLIRContext *ctx, int64_t panelWidth, int64_t rowTile, int64_t cacheRows)
-      : OpRewritePattern(ctx), panelWidth(panelWidth), rowTile(rowTile), cacheRows(cacheRows) {}
+  LinearOpLowering(MLIRContext *ctx, int64_t panelWidth, int64_t rowTile, int64_t cacheRows,
+                   int64_t rowPadding)
+      : OpRewritePattern(ctx), panelWidth(panelWidth), rowTile(rowTile), cacheRows(cacheRows),
+        rowPadding(rowPadding) {}
 
   LogicalResult matchAndRewrite(mha::LinearOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -293,8 +294,8 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
       markParameter(bias);
     // Keys and values are read again by every query block of their head: rows a multiple of
     // 1 KiB apart would crowd into a quarter of the sets of L1 and L2 (a head's 1 MiB of keys
-    // and values at S = 2048 would not stay in L2), so their rows are padded by one cache line.
-    // (Not through tensor.reshape, which needs contiguous rows.)
+    // and values at S = 2048 would not stay in L2), so their rows are padded (by default by
+    // one cache line). (Not through tensor.reshape, which needs contiguous rows.)
     bool padRows = outFeatures % kAliasingWidth == 0 && resultType.getNumDynamicDims() <= 1 &&
                    feedsKeysOrValues(op);
     // A result the layer returns is computed in a fresh tensor of its own shape, which
@@ -305,7 +306,8 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
                     llvm::all_of(op->getUsers(), llvm::IsaPred<func::ReturnOp>);
     RowBuffer resultBuffer =
         returned ? RowBuffer(rewriter, loc, resultType, op.getInput(), reassociation)
-                 : RowBuffer(rewriter, loc, rows, outFeatures, elementType, dynamicRows, padRows);
+                 : RowBuffer(rewriter, loc, rows, outFeatures, elementType, dynamicRows,
+                             padRows ? rowPadding : 0);
     Value accumulator = elementType == f32 ? resultBuffer.view
                                            : tensor::EmptyOp::create(rewriter, loc,
                                                                      ArrayRef<int64_t>{rows, outFeatures},
@@ -315,7 +317,7 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
       product =
           panelProduct(rewriter, loc, input, op, accumulator, panelWidth, rowTile, cacheRows);
     else
-      product = matmulProduct(rewriter, loc, input, op, accumulator);
+      product = matmulProduct(rewriter, loc, input, op, accumulator, rowPadding);
 
     // bf16 layers round the f32 accumulator once.
     Value result = product;
@@ -362,7 +364,7 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
   /// y = x * W^T + acc as a linalg.matmul on W^T [in, out] (rows padded where their length
   /// would alias in L1), for widths that are not a whole number of panels.
   static Value matmulProduct(PatternRewriter &rewriter, Location loc, Value input,
-                             mha::LinearOp op, Value destination) {
+                             mha::LinearOp op, Value destination, int64_t rowPadding) {
     Value init = initAccumulator(rewriter, loc, op.getBias(), destination);
     auto accType = cast<RankedTensorType>(destination.getType());
 
@@ -373,7 +375,7 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
     int64_t in = weightType.getDimSize(1), out = weightType.getDimSize(0);
     Type weightElement = weightType.getElementType();
     Value transposed;
-    if (out % kAliasingWidth != 0) {
+    if (out % kAliasingWidth != 0 || rowPadding == 0) {
       Value empty =
           tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{in, out}, weightElement);
       transposed =
@@ -382,9 +384,9 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
       markPrepared(transposed);
     } else {
       // Rows a multiple of 1 KiB apart map to the same L1 sets: the register tiles, which read
-      // one row of W^T per step, would evict each other. The rows are padded by one cache line.
+      // one row of W^T per step, would evict each other. The rows are padded.
       Value padded = tensor::EmptyOp::create(
-          rewriter, loc, ArrayRef<int64_t>{in, out + kRowPadding}, weightElement);
+          rewriter, loc, ArrayRef<int64_t>{in, out + rowPadding}, weightElement);
       SmallVector<OpFoldResult> zeros(2, rewriter.getIndexAttr(0));
       SmallVector<OpFoldResult> sizes = {rewriter.getIndexAttr(in), rewriter.getIndexAttr(out)};
       SmallVector<OpFoldResult> ones(2, rewriter.getIndexAttr(1));
@@ -403,7 +405,7 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
     return matmul.getResult(0);
   }
 
-  int64_t panelWidth, rowTile, cacheRows;
+  int64_t panelWidth, rowTile, cacheRows, rowPadding;
 };
 
 struct ConvertMhaToLinalgPass : impl::ConvertMhaToLinalgBase<ConvertMhaToLinalgPass> {
@@ -411,7 +413,12 @@ struct ConvertMhaToLinalgPass : impl::ConvertMhaToLinalgBase<ConvertMhaToLinalgP
 
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<LinearOpLowering>(&getContext(), panelWidth, rowTile, cacheRows);
+    if (panelWidth < 0 || rowTile < 0 || cacheRows < 0 || rowPadding < 0) {
+      getOperation().emitError("panel-width, row-tile, cache-rows and row-padding must not be "
+                               "negative");
+      return signalPassFailure();
+    }
+    patterns.add<LinearOpLowering>(&getContext(), panelWidth, rowTile, cacheRows, rowPadding);
     // One walk, without folding: each projection is rewritten exactly once, as written.
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }

@@ -19,7 +19,10 @@ extern "C" {
 #endif
 
 /* Version of the layout of `mhac_layer`; bumped whenever a field changes. */
-#define MHAC_ABI_VERSION 3
+#define MHAC_ABI_VERSION 4
+
+/* Version of the schedule file format that mhac_layer.schedule is written in. */
+#define MHAC_SCHEDULE_FORMAT 1
 
 /* A size given at run time ('?' in the layer file). */
 #define MHAC_DYNAMIC (-1)
@@ -77,6 +80,10 @@ typedef struct mhac_layer {
   /* The x86 features the layer's code was compiled for and may use, comma-separated, as LLVM
    * names them ("avx2,fma,avx512f,..."): see mhac_layer_missing_cpu_feature. */
   const char *cpu_features;
+  /* The schedule the layer was compiled with: its block of a schedule file ("layer NAME {",
+   * one "knob = value" line per knob, "}"), in format MHAC_SCHEDULE_FORMAT. Printed by
+   * `mha-run MODULE.so --print-schedule`; `mhac compile --schedule` reads it back. */
+  const char *schedule;
 } mhac_layer;
 
 /* FLOPs of one call of `layer` at the given sizes (dynamic ones taken from `sizes`):

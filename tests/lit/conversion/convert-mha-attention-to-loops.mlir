@@ -1,11 +1,12 @@
-// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=16 key-block=64}))" | FileCheck %s
-// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=48 key-block=48 vector-lanes=8 accumulator-registers=12 tile-vectors=2}))" | FileCheck %s --check-prefix=AVX2 --implicit-check-not="vector<48xf32>"
-// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=48 grouped-query-block=64 key-block=96}))" | FileCheck %s --check-prefix=AVX512 --implicit-check-not="vector<48xf32>"
+// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=16 grouped-query-block=16 key-block=64 score-tile-vectors=4 value-tile-rows=4}))" | FileCheck %s
+// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=48 grouped-query-block=48 key-block=48 vector-lanes=8 score-tile-keys=6 score-tile-vectors=2 value-tile-rows=6 value-tile-vectors=2}))" | FileCheck %s --check-prefix=AVX2 --implicit-check-not="vector<48xf32>"
+// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=48 grouped-query-block=64 key-block=96 score-tile-vectors=4 value-tile-rows=6}))" | FileCheck %s --check-prefix=AVX512 --implicit-check-not="vector<48xf32>"
 // RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=0}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
-// RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{accumulator-registers=0}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
-// RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{tile-vectors=0}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
-// RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{grouped-query-block=-1}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
-// BAD-OPTION: error: query-block, key-block, vector-lanes, accumulator-registers and tile-vectors must be positive, grouped-query-block not negative
+// RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=40}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
+// RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{score-tile-keys=0}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
+// RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{value-tile-vectors=0}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
+// RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{key-prefetch-distance=-1}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
+// BAD-OPTION: error: query-block and grouped-query-block must be positive multiples of vector-lanes; key-block, vector-lanes and the tiles' rows, keys and vectors positive; key-prefetch-distance not negative
 
 // One parallel iteration per (batch, head, query block), each with its own scratch: the block's
 // queries transposed (head_dim x query-block), one block of scores kept transposed (key-block x

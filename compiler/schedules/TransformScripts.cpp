@@ -1,72 +1,14 @@
-//===- Schedule.cpp - default schedules and their transform scripts -------===//
+//===- TransformScripts.cpp - a schedule's transform-dialect scripts ------===//
 //
 // Part of mhac.
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/schedules/Schedule.h"
+#include "compiler/schedules/TransformScripts.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
 namespace mhac {
-
-Schedule defaultSchedule(const CpuTarget &target) {
-  Schedule schedule;
-  // A projection's register tile is rows x one weight panel of f32 accumulators: 6 x 64 fills
-  // 24 of the 32 zmm registers on AVX-512 (4 loads and 6 broadcasts feed 24 FMAs, against 10
-  // for 16 with 8 x 32); 6 x 16 fills 12 of the 16 ymm registers on AVX2. Their reduction loops
-  // are unrolled by 4: a step is then its loads and FMAs alone (AVX2: 21 instructions for 12
-  // FMAs, was 31 with the loop's and a prefetch's), which matters most when a core's front end
-  // is shared. Zen 3 VM, (1, 128, 768, 12), 1 thread, medians: 13.7 -> 9.1 ms, oneDNN 10.7.
-  // A register tile runs over the whole reduction, its accumulators in registers from the bias
-  // to the one store, and reads its panel (K x 64 on AVX-512: 192 KiB at K = 768) from L2. The
-  // tiles used to stop every 128 inputs, with the panel's 32 KiB block in L1: each block then
-  // loaded and stored every accumulator (the cache tile's 66 KiB of them from L2), and the
-  // bias was first written over the whole cache tile (a burst of stores, each line fetched for
-  // ownership). Predicted from perf's shares (bias 4%, accumulators) and a C copy of both loop
-  // nests (4-9% apart): 5-10% off a projection. Xeon, 1 thread, alternating, medians of 5, a
-  // projection-only layer of 2048 rows at D = 1024: 119.6 -> 110.9 ms; 1024 rows at D = 768:
-  // 31.2 -> 29.6. The weight prefetches that fetched the next block into L1 then cost 6% at
-  // D = 1024 (a whole panel to fetch, with the cache tile's inputs, crowds L2) and nothing at
-  // D = 768, on AVX2 code 2-5%: they are gone. A cache tile is 258 rows (43 register tiles)
-  // x one panel: its inputs (rows x K: 1 MiB at K = 1024) and its panel stay in L2 together,
-  // where two panels of 128 columns measured 5% slower at D = 1024 and the same at D = 768.
-  // Whole layers, 1 thread, old -> new: (4, 512, 1024, 16) 151.6 -> 134.7 ms, (1, 512, 768,
-  // 12) 21.0 -> 20.7, (8, 128) 35.5 -> 34.0, causal (1, 2048) 116.1 -> 112.6; 2 threads: 75.3
-  // -> 68.4, 10.97 -> 10.15, 16.4 -> 15.8, 58.3 -> 56.3. 258 is the multiple of 6 nearest 256:
-  // with 256, every cache tile ended in 4 rows run one by one (1 x 64 tiles, each
-  // accumulator's FMAs a latency apart).
-  // On AVX2 (L2 of 256 KiB to 1 MiB; Zen 3: 512 KiB) a cache tile of 72 rows keeps its inputs
-  // in L2 up to K = 1024 (288 KiB), where 256 rows (768 KiB at K = 768) came from L3 for every
-  // panel; cachegrind, Zen 3's L2, (1, 512, 768, 12): 17.3M -> 5.9M misses. A multiple of 6,
-  // so no tile has edge rows but the last.
-  // Attention's two products are register tiles too. On AVX-512 both fill 24 zmm: a block of 48
-  // queries is 3 vectors, the score tile 8 keys x those 3 vectors (3 loads and 8 broadcasts per
-  // 24 FMAs), the p.v tile 6 query rows x the head of 64 in 4 vectors (4 loads, 6 broadcasts).
-  // Blocks of 64 queries (4 vectors) had a 6 x 4 score tile but only a 4 x 4 p.v tile (64 is no
-  // multiple of 6): 8 loads per 16 FMAs. Xeon, 1 thread, alternating, medians of 3-7 rounds,
-  // 64 -> 48: (1, 512, 768, 12) 20.98 -> 20.52 ms, (1, 197) 6.75 -> 6.63, causal (1, 2048)
-  // 116.8 -> 115.1, (4, 512, 1024, 16) 142.1 -> 139.5, (8, 128) 31.4 -> 31.5. A grouped
-  // layer's block keeps 64 rows: 48 would be 12 positions of each of 4 heads, no whole vectors,
-  // and its queries would be transposed element by element.
-  // On AVX2 both attention products are the projections' 6 x 16 (6 rows x 2 ymm, 12 accumulators, 2
-  // loads and 6 broadcasts per 12 FMAs): 6 keys x a 16-query chunk of the block, 6 query rows x 16
-  // columns of the head. The tiles they replaced, 2 x 32 (8 accumulators, 6 loads per 8 FMAs, each
-  // accumulator's FMAs a latency apart), ran both products at 63 GFLOP/s in a C copy of the two
-  // loop nests, the 6 x 16 tiles at 76 (bench/micro/attention_tiles.c, clang, Zen 3). Blocks of 48
-  // queries and 48 keys are multiples of 6 rows and of 8 lanes; their scratch (queries 12 KiB,
-  // scores 9, accumulators 12) stays about Zen 3's 32 KiB L1 wide. Zen 3 VM, 1 thread, medians of
-  // 6-8 rounds, old -> new: (1, 512, 768, 12) 53.4 -> 52.0 ms, (8, 128, 768, 12) 81.6 -> 77.8, (1,
-  // 197, 768, 12) 17.4 -> 16.6, (1, 2048, 768, 12) causal 272 -> 265.
-  // The defaults of ProjectionSchedule and AttentionSchedule are AVX-512's.
-  if (target.vectorBits < 512) {
-    schedule.projection.cacheTile = {72, 128};
-    schedule.projection.registerTile = {6, 16, 1};
-    schedule.attention = {/*queryBlock=*/48, /*groupedQueryBlock=*/48, /*keyBlock=*/48,
-                          /*vectorLanes=*/8, /*accumulatorRegisters=*/12, /*tileVectors=*/2};
-  }
-  return schedule;
-}
 
 std::string buildTilingScript(const Schedule &schedule) {
   const ProjectionSchedule &p = schedule.projection;
@@ -292,7 +234,7 @@ module attributes {{transform.with_named_sequence} {{
         : (!transform.any_op) -> !transform.any_op
     transform.foreach %transposes : !transform.any_op {{
     ^bb0(%transpose: !transform.any_op):
-      %tiled, %forall = transform.structured.tile_using_forall %transpose tile_sizes [64, 64]
+      %tiled, %forall = transform.structured.tile_using_forall %transpose tile_sizes [{7}, {7}]
           : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
       transform.yield
     }
@@ -318,10 +260,23 @@ module attributes {{transform.with_named_sequence} {{
   }
 }
 )mlir",
-                       p.cacheTile[0], p.cacheTile[1], p.registerTile[0], p.registerTile[1],
-                       p.registerTile[2], p.reductionBlock,
-                       p.cacheTile[1] / p.registerTile[1])
+                       p.cacheRows, p.cacheCols, p.registerRows, p.registerCols,
+                       /*reduction step=*/1, p.reductionBlock, p.cacheCols / p.registerCols,
+                       p.transposeTile)
       .str();
+}
+
+/// The name of a vector.transpose lowering strategy in transform IR.
+static const char *transposeStrategy(TransposeLowering lowering) {
+  switch (lowering) {
+  case TransposeLowering::Shuffle16x16:
+    return "shuffle_16x16";
+  case TransposeLowering::Shuffle1D:
+    return "shuffle_1d";
+  case TransposeLowering::Elements:
+    break;
+  }
+  return "eltwise";
 }
 
 std::string buildVectorLoweringScript(const Schedule &schedule) {
@@ -331,7 +286,7 @@ std::string buildVectorLoweringScript(const Schedule &schedule) {
   if (schedule.projection.reductionUnroll > 1)
     unroll = llvm::formatv(R"mlir(
     %reductions = transform.structured.match ops{{["scf.for"]} attributes {{mhac.panel_reduction}
-        in %root : (!transform.any_op) -> !transform.any_op
+        in %hoisted : (!transform.any_op) -> !transform.any_op
     transform.foreach %reductions : !transform.any_op {{
     ^bb0(%reduction: !transform.any_op):
       transform.loop.unroll %reduction {{factor = {0}} : !transform.any_op
@@ -339,7 +294,7 @@ std::string buildVectorLoweringScript(const Schedule &schedule) {
     })mlir",
                            schedule.projection.reductionUnroll)
                  .str();
-  return R"mlir(
+  return std::string(R"mlir(
 module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
     %funcs = transform.structured.match ops{["func.func"]} in %root
@@ -361,9 +316,10 @@ module attributes {transform.with_named_sequence} {
       transform.apply_patterns.vector.lower_outerproduct
       transform.apply_patterns.vector.lower_broadcast
     } : !transform.any_op
-    // Attention's 16 x 16 query tiles transpose with shuffles (the default moves each element).
+    // Attention's query tiles, transposed in registers.
     transform.apply_patterns to %hoisted {
-      transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_16x16"
+      transform.apply_patterns.vector.lower_transpose lowering_strategy = ")mlir") +
+         transposeStrategy(schedule.attention.transposeLowering) + R"mlir("
     } : !transform.any_op
     transform.apply_patterns to %hoisted {
       transform.apply_patterns.canonicalization

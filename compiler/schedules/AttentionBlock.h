@@ -1,0 +1,54 @@
+//===- AttentionBlock.h - the shape of an attention block -------*- C++ -*-===//
+//
+// Part of mhac. What a block of attention's query rows looks like for one layer, given the
+// schedule's block knobs: shared by the validator (which checks the tile knobs against it) and
+// convert-mha-attention-to-loops (which builds it), so the two can never disagree.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHAC_COMPILER_SCHEDULES_ATTENTIONBLOCK_H
+#define MHAC_COMPILER_SCHEDULES_ATTENTIONBLOCK_H
+
+#include <algorithm>
+#include <cstdint>
+
+namespace mhac {
+
+/// A block of query rows: `positions` consecutive positions of each of the `heads` query heads
+/// that share a key/value head, padded to `rows`, a whole number of vectors.
+struct AttentionBlock {
+  int64_t heads = 1, positions = 1, rows = 1;
+
+  int64_t vectors(int64_t lanes) const { return rows / lanes; }
+  /// The rows can be transposed in square lanes x lanes tiles: every tile of rows lies within
+  /// one head's positions, and the head dimension is whole vectors.
+  bool transposesInTiles(int64_t headDim, int64_t lanes) const {
+    return headDim % lanes == 0 && positions % lanes == 0 && heads * positions == rows;
+  }
+};
+
+/// The block of a layer whose query heads come in groups of `groupSize` per key/value head,
+/// with `seq` query positions (negative: known at run time only). A short static sequence
+/// (decoding, S = 7) takes its own length rather than a mostly empty block.
+inline AttentionBlock attentionBlock(int64_t groupSize, int64_t seq, int64_t queryBlock,
+                                     int64_t groupedQueryBlock, int64_t lanes) {
+  AttentionBlock block;
+  block.heads = groupSize;
+  int64_t rows = groupSize > 1 ? groupedQueryBlock : queryBlock;
+  block.positions = std::max<int64_t>(1, rows / groupSize);
+  if (seq > 0)
+    block.positions = std::min(block.positions, seq);
+  block.rows = (groupSize * block.positions + lanes - 1) / lanes * lanes;
+  if (groupSize == 1)
+    block.positions = block.rows;
+  return block;
+}
+
+/// Vectors of `lanes` that hold `elements` (the last one partial).
+inline int64_t vectorsFor(int64_t elements, int64_t lanes) {
+  return (elements + lanes - 1) / lanes;
+}
+
+} // namespace mhac
+
+#endif // MHAC_COMPILER_SCHEDULES_ATTENTIONBLOCK_H

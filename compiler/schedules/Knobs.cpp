@@ -1,0 +1,428 @@
+//===- Knobs.cpp - the table of schedule knobs and their constraints ------===//
+//
+// Part of mhac.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/schedules/Knobs.h"
+
+#include "compiler/schedules/AttentionBlock.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace mhac {
+namespace {
+
+/// Accessors of the field `Field` of the group `Group` of a schedule, as int64_t.
+template <auto Group, auto Field> int64_t getField(const Schedule &schedule) {
+  return static_cast<int64_t>(schedule.*Group.*Field);
+}
+template <auto Group, auto Field> void setField(Schedule &schedule, int64_t value) {
+  using T = std::remove_reference_t<decltype(schedule.*Group.*Field)>;
+  schedule.*Group.*Field = static_cast<T>(value);
+}
+
+template <auto Field>
+Knob projectionKnob(KnobId id, std::string_view name, std::string_view summary, KnobType type,
+                    int64_t min, int64_t max, int64_t step = 1) {
+  return Knob{id,
+              name,
+              summary,
+              type,
+              {},
+              min,
+              max,
+              step,
+              &getField<&Schedule::projection, Field>,
+              &setField<&Schedule::projection, Field>};
+}
+
+template <auto Field>
+Knob attentionKnob(KnobId id, std::string_view name, std::string_view summary, KnobType type,
+                   int64_t min, int64_t max, int64_t step = 1) {
+  return Knob{id,
+              name,
+              summary,
+              type,
+              {},
+              min,
+              max,
+              step,
+              &getField<&Schedule::attention, Field>,
+              &setField<&Schedule::attention, Field>};
+}
+
+Knob withChoices(Knob knob, std::vector<std::string_view> choices) {
+  knob.choices = std::move(choices);
+  knob.min = 0;
+  knob.max = static_cast<int64_t>(knob.choices.size()) - 1;
+  return knob;
+}
+
+constexpr int64_t kLanes = 0; ///< a step of the target's f32 lanes
+constexpr KnobType kInteger = KnobType::Integer, kBoolean = KnobType::Boolean,
+                   kChoice = KnobType::Choice;
+
+std::vector<Knob> makeKnobs() {
+  using P = ProjectionSchedule;
+  using A = AttentionSchedule;
+  return {
+      projectionKnob<&P::cacheRows>(KnobId::ProjectionCacheRows, "projection_cache_rows",
+                                    "rows of a parallel task (cache tile)", kInteger, 1, 65536),
+      projectionKnob<&P::cacheCols>(KnobId::ProjectionCacheCols, "projection_cache_cols",
+                                    "output columns of a parallel task", kInteger, 1, 65536),
+      projectionKnob<&P::registerRows>(KnobId::ProjectionRegisterRows, "projection_register_rows",
+                                       "rows of the register tile", kInteger, 1, 32),
+      projectionKnob<&P::registerCols>(KnobId::ProjectionRegisterCols, "projection_register_cols",
+                                       "columns of the register tile and weight panels", kInteger,
+                                       kLanes, 512, kLanes),
+      projectionKnob<&P::reductionBlock>(
+          KnobId::ProjectionReductionBlock, "projection_reduction_block",
+          "inputs per reduction block (unpacked weights)", kInteger, 1, 65536),
+      projectionKnob<&P::reductionUnroll>(KnobId::ProjectionReductionUnroll,
+                                          "projection_reduction_unroll",
+                                          "reduction steps per loop iteration", kInteger, 1, 16),
+      projectionKnob<&P::splitLastCacheTile>(
+          KnobId::ProjectionSplitLastCacheTile, "projection_split_last_cache_tile",
+          "last cache tile split off, its edge rows static", kBoolean, 0, 1),
+      projectionKnob<&P::rowPadding>(KnobId::ProjectionRowPadding, "projection_row_padding",
+                                     "padding of rows 1 KiB apart, in elements", kInteger, 0, 256),
+      projectionKnob<&P::transposeTile>(
+          KnobId::ProjectionTransposeTile, "projection_transpose_tile",
+          "tile side of unpacked weights' transposes", kInteger, 1, 1024),
+      attentionKnob<&A::queryBlock>(KnobId::AttentionQueryBlock, "attention_query_block",
+                                    "query rows per block (at most the sequence)", kInteger, kLanes,
+                                    512, kLanes),
+      attentionKnob<&A::groupedQueryBlock>(
+          KnobId::AttentionGroupedQueryBlock, "attention_grouped_query_block",
+          "rows per block of grouped-query layers", kInteger, kLanes, 512, kLanes),
+      attentionKnob<&A::keyBlock>(KnobId::AttentionKeyBlock, "attention_key_block",
+                                  "keys per block of scores", kInteger, 1, 1024),
+      attentionKnob<&A::scoreTileKeys>(KnobId::AttentionScoreTileKeys, "attention_score_tile_keys",
+                                       "keys (rows) of the score tile", kInteger, 1, 32),
+      attentionKnob<&A::scoreTileVectors>(
+          KnobId::AttentionScoreTileVectors, "attention_score_tile_vectors",
+          "query vectors (columns) of the score tile", kInteger, 1, 32),
+      attentionKnob<&A::valueTileRows>(KnobId::AttentionValueTileRows, "attention_value_tile_rows",
+                                       "query rows of the p.v tile", kInteger, 1, 32),
+      attentionKnob<&A::valueTileVectors>(
+          KnobId::AttentionValueTileVectors, "attention_value_tile_vectors",
+          "head vectors (columns) of the p.v tile", kInteger, 1, 32),
+      withChoices(attentionKnob<&A::queryTranspose>(
+                      KnobId::AttentionQueryTranspose, "attention_query_transpose",
+                      "how a block's queries are transposed", kChoice, 0, 1),
+                  {"tiles", "elements"}),
+      withChoices(attentionKnob<&A::transposeLowering>(
+                      KnobId::AttentionTransposeLowering, "attention_transpose_lowering",
+                      "instructions of a tile's transpose", kChoice, 0, 2),
+                  {"shuffle_16x16", "shuffle_1d", "elements"}),
+      attentionKnob<&A::keyPrefetchDistance>(
+          KnobId::AttentionKeyPrefetchDistance, "attention_key_prefetch_distance",
+          "key tiles ahead to prefetch (0: none)", kInteger, 0, 8),
+      attentionKnob<&A::prefetchValues>(KnobId::AttentionPrefetchValues,
+                                        "attention_prefetch_values",
+                                        "prefetch each key tile's value rows", kBoolean, 0, 1),
+      attentionKnob<&A::prefetchNextBlock>(
+          KnobId::AttentionPrefetchNextBlock, "attention_prefetch_next_block",
+          "prefetch the next task's queries, this output", kBoolean, 0, 1),
+  };
+}
+
+//===-- The rules ---------------------------------------------------------===//
+
+int64_t lanesOf(const KnobContext &c) { return c.target.lanes(); }
+
+/// Registers a register tile of rows x vectors needs: its accumulators, one row of loaded
+/// vectors and one broadcast.
+int64_t tileRegisters(int64_t rows, int64_t vectors) { return rows * vectors + vectors + 1; }
+
+int64_t projectionVectors(const Schedule &s, const KnobContext &c) {
+  return s.projection.registerCols / lanesOf(c);
+}
+
+AttentionBlock blockOf(const Schedule &s, const KnobContext &c) {
+  const LayerSpec &layer = *c.layer;
+  return attentionBlock(layer.heads / layer.kvHeads, layer.seq, s.attention.queryBlock,
+                        s.attention.groupedQueryBlock, lanesOf(c));
+}
+
+/// Bytes of one attention task's scratch on its thread's stack: the transposed queries, the
+/// scores, the accumulators and the rescale factors.
+int64_t scratchBytes(const Schedule &s, const KnobContext &c) {
+  int64_t rows = blockOf(s, c).rows;
+  return 4 * (2 * c.layer->headDim * rows + s.attention.keyBlock * rows + rows);
+}
+/// Leaves most of a thread's stack (8 MiB by default on Linux) to the caller.
+constexpr int64_t kMaxScratchBytes = 2 * 1024 * 1024;
+
+std::string registerBudget(std::string_view what, std::string_view rowsKnob, int64_t rows,
+                           std::string_view vectorsKnob, int64_t vectors, const KnobContext &c) {
+  return fmt::format("{} of {} x {} vectors needs {} vector registers ({} accumulators, {} "
+                     "loaded, 1 broadcast); {} has {} (lower {} or {})",
+                     what, rows, vectors, tileRegisters(rows, vectors), rows * vectors, vectors,
+                     c.target.name, c.target.vectorRegisters, rowsKnob, vectorsKnob);
+}
+
+std::vector<Constraint> makeConstraints() {
+  return {
+      {{KnobId::ProjectionCacheRows, KnobId::ProjectionRegisterRows},
+       false,
+       [](const Schedule &s, const KnobContext &) {
+         return s.projection.cacheRows % s.projection.registerRows == 0;
+       },
+       [](const Schedule &s, const KnobContext &) {
+         return fmt::format("projection_cache_rows ({}) must be a multiple of "
+                            "projection_register_rows ({}), so that only a projection's last "
+                            "cache tile has edge rows",
+                            s.projection.cacheRows, s.projection.registerRows);
+       }},
+      {{KnobId::ProjectionCacheCols, KnobId::ProjectionRegisterCols},
+       false,
+       [](const Schedule &s, const KnobContext &) {
+         return s.projection.cacheCols % s.projection.registerCols == 0;
+       },
+       [](const Schedule &s, const KnobContext &) {
+         return fmt::format("projection_cache_cols ({}) must be a multiple of "
+                            "projection_register_cols ({}): a cache tile holds whole weight "
+                            "panels",
+                            s.projection.cacheCols, s.projection.registerCols);
+       }},
+      {{KnobId::ProjectionRegisterRows, KnobId::ProjectionRegisterCols},
+       false,
+       [](const Schedule &s, const KnobContext &c) {
+         return tileRegisters(s.projection.registerRows, projectionVectors(s, c)) <=
+                c.target.vectorRegisters;
+       },
+       [](const Schedule &s, const KnobContext &c) {
+         return registerBudget("a projection register tile", "projection_register_rows",
+                               s.projection.registerRows, "projection_register_cols",
+                               projectionVectors(s, c), c);
+       }},
+      {{KnobId::AttentionScoreTileKeys, KnobId::AttentionKeyBlock},
+       false,
+       [](const Schedule &s, const KnobContext &) {
+         return s.attention.keyBlock % s.attention.scoreTileKeys == 0;
+       },
+       [](const Schedule &s, const KnobContext &) {
+         return fmt::format("attention_key_block ({}) must be a multiple of "
+                            "attention_score_tile_keys ({}), so that every whole key block is "
+                            "whole score tiles",
+                            s.attention.keyBlock, s.attention.scoreTileKeys);
+       }},
+      {{KnobId::AttentionScoreTileKeys, KnobId::AttentionScoreTileVectors},
+       false,
+       [](const Schedule &s, const KnobContext &c) {
+         return tileRegisters(s.attention.scoreTileKeys, s.attention.scoreTileVectors) <=
+                c.target.vectorRegisters;
+       },
+       [](const Schedule &s, const KnobContext &c) {
+         return registerBudget("the score tile", "attention_score_tile_keys",
+                               s.attention.scoreTileKeys, "attention_score_tile_vectors",
+                               s.attention.scoreTileVectors, c);
+       }},
+      {{KnobId::AttentionValueTileRows, KnobId::AttentionValueTileVectors},
+       false,
+       [](const Schedule &s, const KnobContext &c) {
+         return tileRegisters(s.attention.valueTileRows, s.attention.valueTileVectors) <=
+                c.target.vectorRegisters;
+       },
+       [](const Schedule &s, const KnobContext &c) {
+         return registerBudget("the p.v tile", "attention_value_tile_rows",
+                               s.attention.valueTileRows, "attention_value_tile_vectors",
+                               s.attention.valueTileVectors, c);
+       }},
+      {{KnobId::AttentionScoreTileVectors, KnobId::AttentionQueryBlock,
+        KnobId::AttentionGroupedQueryBlock},
+       true,
+       [](const Schedule &s, const KnobContext &c) {
+         return blockOf(s, c).vectors(lanesOf(c)) % s.attention.scoreTileVectors == 0;
+       },
+       [](const Schedule &s, const KnobContext &c) {
+         AttentionBlock block = blockOf(s, c);
+         return fmt::format("attention_score_tile_vectors ({}) must divide the {} vectors of "
+                            "layer '{}''s query block of {} rows, so that every chunk of "
+                            "queries is whole",
+                            s.attention.scoreTileVectors, block.vectors(lanesOf(c)), c.layer->name,
+                            block.rows);
+       }},
+      {{KnobId::AttentionValueTileRows, KnobId::AttentionQueryBlock,
+        KnobId::AttentionGroupedQueryBlock},
+       true,
+       [](const Schedule &s, const KnobContext &c) {
+         return blockOf(s, c).rows % s.attention.valueTileRows == 0;
+       },
+       [](const Schedule &s, const KnobContext &c) {
+         return fmt::format("attention_value_tile_rows ({}) must divide the {} rows of layer "
+                            "'{}''s query block, so that every p.v tile is whole",
+                            s.attention.valueTileRows, blockOf(s, c).rows, c.layer->name);
+       }},
+      {{KnobId::AttentionValueTileVectors},
+       true,
+       [](const Schedule &s, const KnobContext &c) {
+         return s.attention.valueTileVectors <= vectorsFor(c.layer->headDim, lanesOf(c));
+       },
+       [](const Schedule &s, const KnobContext &c) {
+         return fmt::format("attention_value_tile_vectors ({}) is wider than layer '{}''s head "
+                            "of {} elements ({} vectors)",
+                            s.attention.valueTileVectors, c.layer->name, c.layer->headDim,
+                            vectorsFor(c.layer->headDim, lanesOf(c)));
+       }},
+      {{KnobId::AttentionQueryTranspose, KnobId::AttentionQueryBlock,
+        KnobId::AttentionGroupedQueryBlock},
+       true,
+       [](const Schedule &s, const KnobContext &c) {
+         return s.attention.queryTranspose != QueryTranspose::Tiles ||
+                blockOf(s, c).transposesInTiles(c.layer->headDim, lanesOf(c));
+       },
+       [](const Schedule &s, const KnobContext &c) {
+         AttentionBlock block = blockOf(s, c);
+         return fmt::format("attention_query_transpose = tiles needs square tiles of {} x {}: "
+                            "layer '{}' has a head of {} and blocks of {} positions of {} "
+                            "head(s) in {} rows",
+                            lanesOf(c), lanesOf(c), c.layer->name, c.layer->headDim,
+                            block.positions, block.heads, block.rows);
+       }},
+      {{KnobId::AttentionQueryBlock, KnobId::AttentionGroupedQueryBlock, KnobId::AttentionKeyBlock},
+       true,
+       [](const Schedule &s, const KnobContext &c) {
+         return scratchBytes(s, c) <= kMaxScratchBytes;
+       },
+       [](const Schedule &s, const KnobContext &c) {
+         return fmt::format("an attention task of layer '{}' would need {} KiB of scratch on "
+                            "its thread's stack, more than {} KiB (lower attention_query_block "
+                            "or attention_key_block)",
+                            c.layer->name, scratchBytes(s, c) / 1024, kMaxScratchBytes / 1024);
+       }},
+  };
+}
+
+bool involves(const Constraint &constraint, KnobId id) {
+  return std::find(constraint.knobs.begin(), constraint.knobs.end(), id) != constraint.knobs.end();
+}
+
+} // namespace
+
+const std::vector<Knob> &knobs() {
+  static const std::vector<Knob> table = makeKnobs();
+  return table;
+}
+
+const Knob &knob(KnobId id) { return knobs()[static_cast<size_t>(id)]; }
+
+const Knob *findKnob(std::string_view name) {
+  for (const Knob &k : knobs())
+    if (k.name == name)
+      return &k;
+  return nullptr;
+}
+
+std::string_view closestKnobName(std::string_view name) {
+  std::string_view best;
+  size_t bestDistance = 0;
+  for (const Knob &k : knobs()) {
+    size_t distance = editDistance(name, k.name);
+    if (best.empty() || distance < bestDistance) {
+      best = k.name;
+      bestDistance = distance;
+    }
+  }
+  // A suggestion farther than a third of the name is noise.
+  return bestDistance <= std::max<size_t>(2, name.size() / 3) ? best : std::string_view();
+}
+
+const std::vector<Constraint> &constraints() {
+  static const std::vector<Constraint> table = makeConstraints();
+  return table;
+}
+
+bool Schedule::operator==(const Schedule &other) const {
+  for (const Knob &k : knobs())
+    if (k.get(*this) != k.get(other))
+      return false;
+  return true;
+}
+
+static int64_t stepOf(const Knob &knob, const CpuTarget &target) {
+  return knob.step == kLanes ? target.lanes() : knob.step;
+}
+
+static int64_t minOf(const Knob &knob, const CpuTarget &target) {
+  return knob.step == kLanes ? target.lanes() : knob.min;
+}
+
+bool inDomain(const Knob &knob, int64_t value, const CpuTarget &target) {
+  int64_t min = minOf(knob, target), step = stepOf(knob, target);
+  return value >= min && value <= knob.max && (value - min) % step == 0;
+}
+
+std::vector<int64_t> domainValues(const Knob &knob, const CpuTarget &target) {
+  std::vector<int64_t> values;
+  for (int64_t v = minOf(knob, target); v <= knob.max; v += stepOf(knob, target))
+    values.push_back(v);
+  return values;
+}
+
+std::string explainDomain(const Knob &knob, int64_t value, const CpuTarget &target) {
+  int64_t min = minOf(knob, target), step = stepOf(knob, target);
+  if (value >= min && value <= knob.max)
+    return fmt::format("{} = {} is not a multiple of {}, the f32 lanes of a vector on {}",
+                       knob.name, value, step, target.name);
+  return fmt::format("{} = {} is out of range (legal: {} to {}{})", knob.name, value, min, knob.max,
+                     step > 1 ? fmt::format(" in steps of {}", step) : "");
+}
+
+const Constraint *firstViolation(const Schedule &schedule, const KnobContext &context,
+                                 std::optional<KnobId> only) {
+  for (const Constraint &constraint : constraints()) {
+    if (constraint.needsLayer && !context.layer)
+      continue;
+    if (only && !involves(constraint, *only))
+      continue;
+    if (!constraint.holds(schedule, context))
+      return &constraint;
+  }
+  return nullptr;
+}
+
+std::vector<int64_t> legalValues(KnobId id, const Schedule &schedule, const KnobContext &context) {
+  const Knob &k = knob(id);
+  std::vector<int64_t> values;
+  Schedule candidate = schedule;
+  for (int64_t value : domainValues(k, context.target)) {
+    k.set(candidate, value);
+    if (!firstViolation(candidate, context, id))
+      values.push_back(value);
+  }
+  return values;
+}
+
+std::string formatKnobValue(const Knob &knob, int64_t value) {
+  switch (knob.type) {
+  case KnobType::Boolean:
+    return value ? "true" : "false";
+  case KnobType::Choice:
+    return std::string(knob.choices.at(static_cast<size_t>(value)));
+  case KnobType::Integer:
+    break;
+  }
+  return std::to_string(value);
+}
+
+std::string describeValues(const Knob &knob, const std::vector<int64_t> &values) {
+  constexpr size_t kListed = 12, kEnds = 4;
+  std::vector<std::string> shown;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values.size() > kListed && i == kEnds) {
+      shown.push_back("...");
+      i = values.size() - kEnds - 1;
+      continue;
+    }
+    shown.push_back(formatKnobValue(knob, values[i]));
+  }
+  return fmt::format("{}", fmt::join(shown, ", "));
+}
+
+} // namespace mhac

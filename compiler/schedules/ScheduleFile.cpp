@@ -1,0 +1,251 @@
+//===- ScheduleFile.cpp - reading and printing schedule files -------------===//
+//
+// Part of mhac.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/schedules/ScheduleFile.h"
+
+#include "compiler/frontend/AST.h"
+#include "compiler/frontend/Parser.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace mhac {
+
+const KnobSetting *ScheduleBlock::find(KnobId id) const {
+  for (const KnobSetting &setting : settings)
+    if (setting.id == id)
+      return &setting;
+  return nullptr;
+}
+
+const ScheduleBlock *ScheduleFile::find(std::string_view name) const {
+  for (const ScheduleBlock &block : blocks)
+    if (block.name == name)
+      return &block;
+  return nullptr;
+}
+
+namespace {
+
+/// Checks one schedule file's syntax tree against the knob table.
+class ScheduleFileChecker {
+public:
+  ScheduleFileChecker(DiagnosticEngine &diags, const CpuTarget &target,
+                      std::string_view blockKeyword)
+      : diags_(diags), target_(target), blockKeyword_(blockKeyword) {}
+
+  std::optional<ScheduleFile> check(const ModuleAST &ast, SourceLocation end);
+
+private:
+  void checkFormat(const std::vector<EntryAST> &settings, SourceLocation end);
+  std::optional<KnobSetting> checkEntry(const EntryAST &entry);
+  void error(SourceLocation loc, std::string_view message, size_t length) {
+    diags_.error(loc, message, length);
+  }
+
+  DiagnosticEngine &diags_;
+  const CpuTarget &target_;
+  std::string_view blockKeyword_;
+};
+
+void ScheduleFileChecker::checkFormat(const std::vector<EntryAST> &settings, SourceLocation end) {
+  const EntryAST *format = nullptr;
+  for (const EntryAST &entry : settings) {
+    if (entry.key != "format") {
+      std::string hint =
+          findKnob(entry.key)
+              ? fmt::format("; knobs go inside a '{} NAME {{ ... }}' block", blockKeyword_)
+              : "";
+      error(entry.keyLoc,
+            fmt::format("unknown setting '{}' (a schedule file starts with 'format = {}'){}",
+                        quoteSource(entry.key), kScheduleFormat, hint),
+            entry.key.size());
+      continue;
+    }
+    if (format) {
+      error(entry.keyLoc, "duplicate setting 'format'", entry.key.size());
+      diags_.note(format->keyLoc, "first set here", format->key.size());
+      continue;
+    }
+    format = &entry;
+    const ValueAST &value = entry.value;
+    if (value.kind != ValueAST::Kind::Integer || value.integer != kScheduleFormat)
+      error(value.loc,
+            fmt::format("unsupported schedule format {} (this mhac reads format {})",
+                        quoteSource(value.spelling), kScheduleFormat),
+            value.spelling.size());
+  }
+  if (!format)
+    error(end,
+          fmt::format("the schedule file has no 'format = {}' line; write it first, before "
+                      "the blocks",
+                      kScheduleFormat),
+          1);
+}
+
+std::optional<KnobSetting> ScheduleFileChecker::checkEntry(const EntryAST &entry) {
+  const Knob *k = findKnob(entry.key);
+  if (!k) {
+    std::string_view suggestion = closestKnobName(entry.key);
+    error(entry.keyLoc,
+          fmt::format("unknown knob '{}'{}", quoteSource(entry.key),
+                      suggestion.empty() ? std::string(" (docs/schedules.md lists the knobs)")
+                                         : fmt::format("; did you mean '{}'?", suggestion)),
+          entry.key.size());
+    return std::nullopt;
+  }
+  const ValueAST &value = entry.value;
+  KnobSetting setting{k->id,
+                      0,
+                      entry.keyLoc,
+                      value.loc,
+                      entry.key.size(),
+                      std::max<size_t>(1, value.spelling.size())};
+  auto wrongValue = [&](std::string_view expected) {
+    error(value.loc, fmt::format("{} takes {}, found {}", k->name, expected, describeValue(value)),
+          setting.valueLength);
+    return std::nullopt;
+  };
+  switch (k->type) {
+  case KnobType::Integer:
+    if (value.kind != ValueAST::Kind::Integer)
+      return wrongValue("an integer");
+    if (!inDomain(*k, value.integer, target_)) {
+      error(value.loc, explainDomain(*k, value.integer, target_), setting.valueLength);
+      return std::nullopt;
+    }
+    setting.value = value.integer;
+    return setting;
+  case KnobType::Boolean:
+    if (value.kind != ValueAST::Kind::Boolean)
+      return wrongValue("true or false");
+    setting.value = value.boolean;
+    return setting;
+  case KnobType::Choice: {
+    auto found = std::find(k->choices.begin(), k->choices.end(), value.spelling);
+    if (value.kind != ValueAST::Kind::Identifier || found == k->choices.end()) {
+      std::vector<int64_t> all(k->choices.size());
+      for (size_t i = 0; i < all.size(); ++i)
+        all[i] = static_cast<int64_t>(i);
+      return wrongValue(fmt::format("one of {}", describeValues(*k, all)));
+    }
+    setting.value = found - k->choices.begin();
+    return setting;
+  }
+  }
+  return std::nullopt;
+}
+
+std::optional<ScheduleFile> ScheduleFileChecker::check(const ModuleAST &ast, SourceLocation end) {
+  checkFormat(ast.settings, end);
+  ScheduleFile file;
+  std::map<std::string, SourceLocation> seenBlocks;
+  for (const LayerAST &layer : ast.layers) {
+    if (layer.keyword != blockKeyword_) {
+      error(layer.keywordLoc,
+            fmt::format("'{}' blocks are only in mhac's default schedules; write '{} {} {{ "
+                        "... }}'",
+                        layer.keyword, blockKeyword_, layer.name),
+            layer.keyword.size());
+      continue;
+    }
+    auto [previous, inserted] = seenBlocks.emplace(layer.name, layer.nameLoc);
+    if (!inserted) {
+      error(layer.nameLoc, fmt::format("duplicate schedule for {} '{}'", blockKeyword_, layer.name),
+            layer.name.size());
+      diags_.note(previous->second, "the first one is here", layer.name.size());
+      continue;
+    }
+    ScheduleBlock block{layer.name, layer.nameLoc, {}};
+    for (const EntryAST &entry : layer.entries) {
+      std::optional<KnobSetting> setting = checkEntry(entry);
+      if (!setting)
+        continue;
+      if (const KnobSetting *first = block.find(setting->id)) {
+        error(entry.keyLoc, fmt::format("duplicate knob '{}'", entry.key), entry.key.size());
+        diags_.note(first->keyLoc, "first set here", first->keyLength);
+        continue;
+      }
+      block.settings.push_back(*setting);
+    }
+    file.blocks.push_back(std::move(block));
+  }
+  if (diags_.hasErrors())
+    return std::nullopt;
+  return file;
+}
+
+/// Where a message about something missing from the whole file points: its first line.
+SourceLocation fileStart() { return SourceLocation{1, 1}; }
+
+} // namespace
+
+std::optional<ScheduleFile> readScheduleFile(const SourceFile &file, DiagnosticEngine &diags,
+                                             const CpuTarget &target,
+                                             std::string_view blockKeyword) {
+  BlockGrammar grammar{/*settings=*/true, {"layer", "target"}, /*needsBlock=*/false};
+  ModuleAST ast = Parser(file, diags, grammar).parseModule();
+  if (diags.hasErrors())
+    return std::nullopt;
+  return ScheduleFileChecker(diags, target, blockKeyword).check(ast, fileStart());
+}
+
+bool checkBlockNames(const ScheduleFile &file, const std::vector<LayerSpec> &layers,
+                     DiagnosticEngine &diags) {
+  bool ok = true;
+  for (const ScheduleBlock &block : file.blocks) {
+    auto named = [&](const LayerSpec &layer) { return layer.name == block.name; };
+    if (std::any_of(layers.begin(), layers.end(), named))
+      continue;
+    std::string suggestion;
+    size_t best = block.name.size() / 3 + 2;
+    for (const LayerSpec &layer : layers)
+      if (size_t distance = editDistance(block.name, layer.name); distance <= best) {
+        best = distance;
+        suggestion = fmt::format("; did you mean '{}'?", layer.name);
+      }
+    std::vector<std::string> names;
+    for (const LayerSpec &layer : layers)
+      names.push_back(layer.name);
+    diags.error(block.nameLoc,
+                fmt::format("no layer '{}' in the compiled file (its layers: {}){}", block.name,
+                            fmt::join(names, ", "), suggestion),
+                block.name.size());
+    ok = false;
+  }
+  return ok;
+}
+
+std::string printScheduleBlock(std::string_view keyword, std::string_view name,
+                               const Schedule &schedule) {
+  size_t width = 0;
+  for (const Knob &k : knobs())
+    width = std::max(width, k.name.size() + 3 + formatKnobValue(k, k.get(schedule)).size());
+  std::string out = fmt::format("{} {} {{\n", keyword, name);
+  for (const Knob &k : knobs()) {
+    std::string line = fmt::format("{} = {}", k.name, formatKnobValue(k, k.get(schedule)));
+    out += fmt::format("  {:<{}}  # {}\n", line, width, k.summary);
+  }
+  out += "}\n";
+  return out;
+}
+
+std::string printScheduleFile(const std::vector<std::pair<std::string, Schedule>> &schedules,
+                              std::string_view source, const CpuTarget &target) {
+  std::string out = fmt::format(
+      "# Schedules of {} for target {} ({}-bit vectors, {} vector registers).\n"
+      "# Edit a knob and compile with --schedule FILE; a knob left out takes the target's\n"
+      "# default. docs/schedules.md describes every knob.\n"
+      "format = {}\n",
+      source, target.name, target.vectorBits, target.vectorRegisters, kScheduleFormat);
+  for (const auto &[name, schedule] : schedules)
+    out += "\n" + printScheduleBlock("layer", name, schedule);
+  return out;
+}
+
+} // namespace mhac

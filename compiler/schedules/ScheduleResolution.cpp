@@ -1,0 +1,135 @@
+//===- ScheduleResolution.cpp - one layer's schedule from file and defaults ===//
+//
+// Part of mhac. A knob the user writes is used as written or rejected, never changed. A knob
+// taken from the target's defaults is fitted to the layer: the largest legal value up to the
+// default, so that the defaults hold for any layer (a 48-row block is three vectors of 16, a
+// 64-row block four, and the tiles follow).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/schedules/ScheduleFile.h"
+
+#include "compiler/schedules/AttentionBlock.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace mhac {
+namespace {
+
+/// The order defaults are fitted in: a knob is fitted against the rules whose other knobs are
+/// already settled, so the block's shape comes before the tiles inside it, and a tile's
+/// vectors before its rows (the rows take the registers the vectors leave).
+constexpr KnobId kFitOrder[] = {
+    KnobId::AttentionKeyBlock,      KnobId::AttentionGroupedQueryBlock,
+    KnobId::AttentionQueryBlock,    KnobId::AttentionScoreTileVectors,
+    KnobId::AttentionScoreTileKeys, KnobId::AttentionValueTileVectors,
+    KnobId::AttentionValueTileRows, KnobId::AttentionQueryTranspose,
+    KnobId::ProjectionRegisterCols, KnobId::ProjectionRegisterRows,
+    KnobId::ProjectionCacheRows,    KnobId::ProjectionCacheCols,
+};
+
+/// The first value to try for a defaulted knob. The p.v tile's vectors split the head into
+/// chunks of about equal width (a head of 5 vectors in chunks of 3 and 2, not 4 and 1).
+int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const CpuTarget &target) {
+  if (id != KnobId::AttentionValueTileVectors)
+    return value;
+  int64_t head = vectorsFor(layer.headDim, target.lanes());
+  int64_t chunks = (head + value - 1) / value;
+  return (head + chunks - 1) / chunks;
+}
+
+class Fitter {
+public:
+  Fitter(Schedule &schedule, const KnobContext &context, std::set<KnobId> settled)
+      : schedule_(schedule), context_(context), settled_(std::move(settled)) {}
+
+  /// Gives `id` the largest value up to its current one (for a choice: its current one, else
+  /// the first) that breaks no rule whose knobs are all settled; leaves it as it is when none
+  /// does (validation then reports it).
+  void fit(KnobId id) {
+    const Knob &k = knob(id);
+    int64_t start = preferredValue(id, k.get(schedule_), *context_.layer, context_.target);
+    for (int64_t value : candidates(k, start)) {
+      k.set(schedule_, value);
+      if (holdsSettledRules(id)) {
+        settled_.insert(id);
+        return;
+      }
+    }
+    k.set(schedule_, start);
+    settled_.insert(id);
+  }
+
+private:
+  /// The values to try, best first: down from `start`; then, for a choice (which has no
+  /// order), the others.
+  std::vector<int64_t> candidates(const Knob &k, int64_t start) const {
+    std::vector<int64_t> values = domainValues(k, context_.target), tried;
+    for (auto it = values.rbegin(); it != values.rend(); ++it)
+      if (*it <= start)
+        tried.push_back(*it);
+    if (k.type == KnobType::Choice)
+      for (int64_t value : values)
+        if (value > start)
+          tried.push_back(value);
+    return tried;
+  }
+
+  bool holdsSettledRules(KnobId id) const {
+    for (const Constraint &constraint : constraints()) {
+      bool applies =
+          std::find(constraint.knobs.begin(), constraint.knobs.end(), id) != constraint.knobs.end();
+      for (KnobId other : constraint.knobs)
+        applies = applies && (other == id || settled_.count(other));
+      if (applies && !constraint.holds(schedule_, context_))
+        return false;
+    }
+    return true;
+  }
+
+  Schedule &schedule_;
+  const KnobContext &context_;
+  std::set<KnobId> settled_;
+};
+
+} // namespace
+
+ScheduleResolution resolveSchedule(const LayerSpec &layer, const CpuTarget &target,
+                                   const ScheduleBlock *block, DiagnosticEngine *diags) {
+  Schedule schedule = targetDefaults(target);
+  std::set<KnobId> given;
+  if (block)
+    for (const KnobSetting &setting : block->settings) {
+      knob(setting.id).set(schedule, setting.value);
+      given.insert(setting.id);
+    }
+
+  KnobContext context{target, &layer};
+  Fitter fitter(schedule, context, given);
+  for (KnobId id : kFitOrder)
+    if (!given.count(id))
+      fitter.fit(id);
+
+  const Constraint *broken = firstViolation(schedule, context);
+  if (!broken)
+    return {schedule, ""};
+  std::string message = broken->explain(schedule, context);
+  for (KnobId id : broken->knobs) {
+    const KnobSetting *setting = block ? block->find(id) : nullptr;
+    if (!setting || !diags)
+      continue;
+    std::vector<int64_t> legal = legalValues(id, schedule, context);
+    if (!legal.empty())
+      message += fmt::format(" (legal values of {} here: {})", knob(id).name,
+                             describeValues(knob(id), legal));
+    diags->error(setting->valueLoc, message, setting->valueLength);
+    return {std::nullopt, ""};
+  }
+  return {std::nullopt, fmt::format("no schedule of the target's defaults fits layer '{}': {}",
+                                    layer.name, message)};
+}
+
+} // namespace mhac

@@ -1,0 +1,41 @@
+//===- CpuTarget.h - the facts of a CPU that code is generated for -*- C++ -*-===//
+//
+// Part of mhac. Plain data: what the machine is, never a choice of how to use it (those are
+// the schedule's knobs). The schedule library reads it without linking LLVM.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHAC_COMPILER_TARGET_CPUTARGET_H
+#define MHAC_COMPILER_TARGET_CPUTARGET_H
+
+#include <cstdint>
+#include <string>
+
+namespace mhac {
+
+/// A CPU to generate code for, as `--target` names it.
+struct CpuTarget {
+  std::string name;     ///< as given: "host", "x86-64-v3", "znver4", ...
+  std::string triple;   ///< LLVM target triple
+  std::string cpu;      ///< LLVM CPU name
+  std::string features; ///< LLVM feature string
+  /// The CPU whose scheduling model and tuning LLVM uses (its "tune-cpu"); empty: `cpu`'s.
+  std::string tuneCpu;
+  /// Width of the widest vector registers the code may use, in bits (256 or 512).
+  unsigned vectorBits = 256;
+  /// Architectural vector registers of that width (16 ymm on AVX2, 32 zmm on AVX-512).
+  unsigned vectorRegisters = 16;
+  /// Data cache sizes per core, in bytes: the host's as the OS reports them, nominal values
+  /// (32 KiB, 1 MiB) for a named CPU.
+  int64_t l1Bytes = 32 * 1024;
+  int64_t l2Bytes = 1024 * 1024;
+
+  /// f32 lanes of one vector register.
+  int64_t lanes() const { return vectorBits / 32; }
+  /// The kind of vector unit, which selects the default schedule: "avx2" or "avx512".
+  const char *vectorKind() const { return vectorBits == 512 ? "avx512" : "avx2"; }
+};
+
+} // namespace mhac
+
+#endif // MHAC_COMPILER_TARGET_CPUTARGET_H
