@@ -69,7 +69,7 @@ void ScheduleFileChecker::checkFormat(const std::vector<EntryAST> &settings, Sou
     }
     if (format) {
       error(entry.keyLoc, "duplicate setting 'format'", entry.key.size());
-      diags_.note(format->keyLoc, "first set here", format->key.size());
+      diags_.note(format->keyLoc, "first given here", format->key.size());
       continue;
     }
     format = &entry;
@@ -168,7 +168,7 @@ std::optional<ScheduleFile> ScheduleFileChecker::check(const ModuleAST &ast, Sou
         continue;
       if (const KnobSetting *first = block.find(setting->id)) {
         error(entry.keyLoc, fmt::format("duplicate knob '{}'", entry.key), entry.key.size());
-        diags_.note(first->keyLoc, "first set here", first->keyLength);
+        diags_.note(first->keyLoc, "first given here", first->keyLength);
         continue;
       }
       block.settings.push_back(*setting);

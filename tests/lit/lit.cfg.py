@@ -10,7 +10,7 @@ from lit.llvm.subst import ToolSubst
 
 config.name = "mhac"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mha", ".mlir", ".test"]
+config.suffixes = [".mha", ".mlir", ".sched", ".test"]
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.mhac_obj_root, "tests", "lit")
