@@ -32,6 +32,8 @@ try:
                       if line.startswith("flags")), [])
     if {"avx2", "fma", "f16c", "bmi2"} <= set(flags):
         config.available_features.add("x86-64-v3")
+        if {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"} <= set(flags):
+            config.available_features.add("x86-64-v4")
 except OSError:
     pass
 
@@ -48,7 +50,7 @@ for python in ["/usr/bin/python3", "python3"]:
         pass
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-tools = ["mhac", "mhac-opt", "mha-run"] + [
+tools = ["mhac", "mhac-opt", "mha-run", "schedule-sampler"] + [
     ToolSubst(fuzzer, unresolved="ignore")
     for fuzzer in ["frontend-fuzzer", "npy-fuzzer", "safetensors-fuzzer"]
 ]

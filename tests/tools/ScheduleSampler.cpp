@@ -1,0 +1,96 @@
+//===- ScheduleSampler.cpp - random legal schedules, for tests ------------===//
+//
+// Part of mhac. `schedule-sampler FILE.mha --vector-bits 256|512 --seed N [--steps K]` prints a
+// schedule file with a random legal schedule for every layer of FILE.mha: the target's default
+// fitted to the layer, then K steps that each give one random knob a random value among those
+// the constraint table allows with the other knobs as they are. Every step keeps the schedule
+// legal, so every printed schedule must compile and compute the layer correctly.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/frontend/Parser.h"
+#include "compiler/frontend/Sema.h"
+#include "compiler/schedules/ScheduleFile.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string_view>
+
+using namespace mhac;
+
+static int usage() {
+  std::cerr << "usage: schedule-sampler FILE.mha --vector-bits 256|512 --seed N [--steps K]\n";
+  return 2;
+}
+
+/// A uniform draw from [0, n), the same on every standard library (unlike
+/// std::uniform_int_distribution), so that a seed names one schedule everywhere.
+static size_t draw(std::mt19937_64 &random, size_t n) { return random() % n; }
+
+int main(int argc, char **argv) {
+  std::string path;
+  unsigned vectorBits = 0;
+  uint64_t seed = 0;
+  int steps = 12;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--vector-bits" && i + 1 < argc)
+      vectorBits = std::atoi(argv[++i]);
+    else if (arg == "--seed" && i + 1 < argc)
+      seed = std::strtoull(argv[++i], nullptr, 10);
+    else if (arg == "--steps" && i + 1 < argc)
+      steps = std::atoi(argv[++i]);
+    else if (path.empty() && !arg.empty() && arg[0] != '-')
+      path = arg;
+    else
+      return usage();
+  }
+  if (path.empty() || (vectorBits != 256 && vectorBits != 512))
+    return usage();
+
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  SourceFile file(path, text.str());
+  DiagnosticEngine diags(file, std::cerr);
+  ModuleAST ast = Parser(file, diags).parseModule();
+  std::optional<std::vector<LayerSpec>> layers =
+      diags.hasErrors() ? std::nullopt : analyzeModule(ast, diags);
+  if (!layers)
+    return 1;
+
+  CpuTarget target;
+  target.name = vectorBits == 512 ? "x86-64-v4" : "x86-64-v3";
+  target.vectorBits = vectorBits;
+  target.vectorRegisters = vectorBits == 512 ? 32 : 16;
+  std::mt19937_64 random(seed);
+  std::vector<std::pair<std::string, Schedule>> schedules;
+  for (const LayerSpec &layer : *layers) {
+    ScheduleResolution resolution = resolveSchedule(layer, target, nullptr, nullptr);
+    if (!resolution.schedule) {
+      std::cerr << resolution.error << "\n";
+      return 1;
+    }
+    Schedule schedule = *resolution.schedule;
+    KnobContext context{target, &layer};
+    for (int step = 0; step < steps; ++step) {
+      const Knob &k = knobs()[draw(random, knobs().size())];
+      std::vector<int64_t> legal = legalValues(k.id, schedule, context);
+      if (!legal.empty())
+        k.set(schedule, legal[draw(random, legal.size())]);
+    }
+    if (const Constraint *broken = firstViolation(schedule, context)) {
+      std::cerr << "internal error: the sampler broke a rule: "
+                << broken->explain(schedule, context) << "\n";
+      return 1;
+    }
+    schedules.emplace_back(layer.name, schedule);
+  }
+  std::cout << printScheduleFile(schedules, fmt::format("{} (seed {})", path, seed), target);
+  return 0;
+}
