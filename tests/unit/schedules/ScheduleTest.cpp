@@ -1,0 +1,192 @@
+//===- ScheduleTest.cpp - the knob table, defaults, files and resolution --===//
+//
+// Part of mhac.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/schedules/ScheduleFile.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+namespace mhac {
+namespace {
+
+CpuTarget makeTarget(unsigned vectorBits) {
+  CpuTarget target;
+  target.name = vectorBits == 512 ? "x86-64-v4" : "x86-64-v3";
+  target.vectorBits = vectorBits;
+  target.vectorRegisters = vectorBits == 512 ? 32 : 16;
+  return target;
+}
+
+LayerSpec makeLayer(int64_t modelDim, int64_t heads, int64_t headDim, int64_t kvHeads,
+                    int64_t seq) {
+  LayerSpec layer;
+  layer.name = "layer";
+  layer.modelDim = modelDim;
+  layer.heads = heads;
+  layer.headDim = headDim;
+  layer.kvHeads = kvHeads;
+  layer.seq = seq;
+  layer.kvSeq = seq;
+  layer.kvDim = modelDim;
+  layer.scale = 0.125;
+  return layer;
+}
+
+/// Reads `text` as a schedule file for `target`; errors go to `errors`.
+std::optional<ScheduleFile> read(const std::string &text, const CpuTarget &target,
+                                 std::string &errors) {
+  SourceFile file("test.sched", text);
+  std::ostringstream out;
+  DiagnosticEngine diags(file, out);
+  std::optional<ScheduleFile> result = readScheduleFile(file, diags, target);
+  errors = out.str();
+  return result;
+}
+
+TEST(KnobTable, NamesAreUniqueAndIdsMatchPositions) {
+  std::set<std::string_view> names;
+  for (size_t i = 0; i < knobs().size(); ++i) {
+    EXPECT_EQ(static_cast<size_t>(knobs()[i].id), i);
+    EXPECT_TRUE(names.insert(knobs()[i].name).second) << knobs()[i].name;
+    EXPECT_EQ(findKnob(knobs()[i].name), &knobs()[i]);
+  }
+  EXPECT_EQ(findKnob("no_such_knob"), nullptr);
+}
+
+TEST(KnobTable, SuggestsCloseNamesOnly) {
+  EXPECT_EQ(closestKnobName("attention_key_blocks"), "attention_key_block");
+  EXPECT_EQ(closestKnobName("projection_cache_row"), "projection_cache_rows");
+  EXPECT_EQ(closestKnobName("dropout"), "");
+}
+
+TEST(KnobTable, DescribesLongListsByTheirEnds) {
+  const Knob &rows = knob(KnobId::ProjectionCacheRows);
+  EXPECT_EQ(describeValues(rows, {1, 3}), "1, 3");
+  std::vector<int64_t> many;
+  for (int64_t v = 1; v <= 20; ++v)
+    many.push_back(v);
+  EXPECT_EQ(describeValues(rows, many), "1, 2, 3, 4, ..., 17, 18, 19, 20");
+  EXPECT_EQ(formatKnobValue(knob(KnobId::AttentionPrefetchValues), 0), "false");
+  EXPECT_EQ(formatKnobValue(knob(KnobId::AttentionQueryTranspose), 1), "elements");
+}
+
+TEST(KnobTable, LaneStepsFollowTheTarget) {
+  const Knob &block = knob(KnobId::AttentionQueryBlock);
+  EXPECT_TRUE(inDomain(block, 40, makeTarget(256)));
+  EXPECT_FALSE(inDomain(block, 40, makeTarget(512)));
+  EXPECT_EQ(domainValues(block, makeTarget(512)).front(), 16);
+  EXPECT_EQ(domainValues(block, makeTarget(512)).back(), 512);
+}
+
+class Defaults : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(Defaults, SetEveryKnobWithinItsDomain) {
+  CpuTarget target = makeTarget(GetParam());
+  const Schedule &defaults = targetDefaults(target);
+  for (const Knob &k : knobs())
+    EXPECT_TRUE(inDomain(k, k.get(defaults), target)) << k.name;
+}
+
+/// The defaults, fitted, are legal for every layer: over a grid of head widths, group sizes,
+/// sequence lengths (static and dynamic) and widths.
+TEST_P(Defaults, FitEveryLayer) {
+  CpuTarget target = makeTarget(GetParam());
+  for (int64_t headDim : {1, 8, 16, 24, 40, 64, 80, 96, 112, 128, 160, 256, 1000})
+    for (int64_t group : {1, 2, 3, 4, 8, 16})
+      for (int64_t seq : {int64_t(1), int64_t(7), int64_t(100), kDynamicSize}) {
+        LayerSpec layer = makeLayer(headDim * 2 * group, 2 * group, headDim, 2, seq);
+        ScheduleResolution resolution = resolveSchedule(layer, target, nullptr, nullptr);
+        ASSERT_TRUE(resolution.schedule)
+            << "Dh " << headDim << " group " << group << " seq " << seq << ": "
+            << resolution.error;
+        EXPECT_EQ(firstViolation(*resolution.schedule, KnobContext{target, &layer}), nullptr);
+      }
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, Defaults, ::testing::Values(256u, 512u));
+
+TEST(Resolution, FitsBertBaseAsDocumented) {
+  CpuTarget target = makeTarget(512);
+  LayerSpec bert = makeLayer(768, 12, 64, 12, 128);
+  Schedule schedule = *resolveSchedule(bert, target, nullptr, nullptr).schedule;
+  // A 48-row block is 3 vectors; a head of 64 in 4 vectors leaves registers for 6 rows.
+  EXPECT_EQ(schedule.attention.scoreTileVectors, 3);
+  EXPECT_EQ(schedule.attention.scoreTileKeys, 8);
+  EXPECT_EQ(schedule.attention.valueTileVectors, 4);
+  EXPECT_EQ(schedule.attention.valueTileRows, 6);
+  EXPECT_EQ(schedule.projection.cacheRows, 258);
+}
+
+TEST(Resolution, KeepsWhatTheFileSaysAndFitsTheRest) {
+  CpuTarget target = makeTarget(512);
+  std::string errors;
+  std::optional<ScheduleFile> file =
+      read("format = 1\nlayer layer {\n  projection_register_rows = 4\n}\n", target, errors);
+  ASSERT_TRUE(file) << errors;
+  LayerSpec layer = makeLayer(768, 12, 64, 12, 128);
+  Schedule schedule = *resolveSchedule(layer, target, file->find("layer"), nullptr).schedule;
+  EXPECT_EQ(schedule.projection.registerRows, 4);
+  EXPECT_EQ(schedule.projection.cacheRows, 256); // the largest multiple of 4 up to 258
+}
+
+TEST(Resolution, ReportsABrokenRuleAtTheKnobWritten) {
+  CpuTarget target = makeTarget(512);
+  std::string errors;
+  std::optional<ScheduleFile> file =
+      read("format = 1\nlayer layer {\n  attention_query_block = 48\n"
+           "  attention_score_tile_vectors = 2\n}\n",
+           target, errors);
+  ASSERT_TRUE(file) << errors;
+  LayerSpec layer = makeLayer(768, 12, 64, 12, 128);
+  SourceFile source("test.sched", "");
+  std::ostringstream out;
+  DiagnosticEngine diags(source, out);
+  EXPECT_FALSE(resolveSchedule(layer, target, file->find("layer"), &diags).schedule);
+  EXPECT_NE(out.str().find("test.sched:4:34: error: attention_score_tile_vectors (2) must "
+                           "divide the 3 vectors"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("(legal values of attention_score_tile_vectors here: 1, 3)"),
+            std::string::npos)
+      << out.str();
+}
+
+TEST(ScheduleFiles, PrintedSchedulesReadBackTheSame) {
+  for (unsigned bits : {256u, 512u}) {
+    CpuTarget target = makeTarget(bits);
+    LayerSpec layer = makeLayer(640, 8, 80, 2, kDynamicSize);
+    Schedule schedule = *resolveSchedule(layer, target, nullptr, nullptr).schedule;
+    schedule.attention.prefetchValues = false;
+    schedule.attention.transposeLowering = TransposeLowering::Shuffle1D;
+    std::string text = printScheduleFile({{"layer", schedule}}, "test.mha", target);
+    std::string errors;
+    std::optional<ScheduleFile> file = read(text, target, errors);
+    ASSERT_TRUE(file) << errors;
+    ASSERT_EQ(file->find("layer")->settings.size(), knobs().size());
+    ScheduleResolution again = resolveSchedule(layer, target, file->find("layer"), nullptr);
+    ASSERT_TRUE(again.schedule);
+    EXPECT_EQ(*again.schedule, schedule);
+  }
+}
+
+TEST(ScheduleFiles, ReportEveryIndependentError) {
+  std::string errors;
+  EXPECT_FALSE(read("format = 1\nlayer a {\n  attention_key_blok = 1\n  attention_key_block = 0\n"
+                    "  attention_prefetch_values = yes\n}\n",
+                    makeTarget(256), errors));
+  EXPECT_NE(errors.find("test.sched:3:3: error: unknown knob"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("test.sched:4:25: error: attention_key_block = 0 is out of range"),
+            std::string::npos)
+      << errors;
+  EXPECT_NE(errors.find("test.sched:5:31: error: attention_prefetch_values takes true or false"),
+            std::string::npos)
+      << errors;
+}
+
+} // namespace
+} // namespace mhac
