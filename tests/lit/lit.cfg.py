@@ -52,6 +52,6 @@ for python in ["/usr/bin/python3", "python3"]:
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tools = ["mhac", "mhac-opt", "mha-run", "schedule-sampler"] + [
     ToolSubst(fuzzer, unresolved="ignore")
-    for fuzzer in ["frontend-fuzzer", "npy-fuzzer", "safetensors-fuzzer"]
+    for fuzzer in ["frontend-fuzzer", "npy-fuzzer", "safetensors-fuzzer", "schedule-fuzzer"]
 ]
 llvm_config.add_tool_substitutions(tools, [config.mhac_tools_dir])
