@@ -561,9 +561,8 @@ Value AttentionLowering::build() {
   buildQueryTranspose(rows);
   // A thread runs the iterations of its share in order (the runtime's pool), so the next one
   // is mostly this one's successor. Its query rows and this block's output rows are fetched
-  // during the first key block: they would otherwise be misses waited on one by one, in the
-  // transpose and the final write (perf, (8, 128, 768, 12), 1 thread: together 22% of the
-  // attention loop, whose tasks have one or two key blocks).
+  // during the first key block (where the schedule asks): they would otherwise be misses
+  // waited on one by one, in the transpose and the final write.
   locateNextBlock(group, groups, batchSize, seq);
   forLoop(c0, index(queryBlock), c1, [&](Value r) {
     storeVector(splat(headVector_, zero), acc_, {r, c0});

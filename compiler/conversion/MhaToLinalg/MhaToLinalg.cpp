@@ -125,9 +125,8 @@ Value panelMultiply(PatternRewriter &rewriter, Location loc, Value input, Value 
 /// its own: being the only cache tile of its rows, its size is static, and so is the register
 /// tile its M % rowTile edge rows make, vectorized whole next to the full ones while the
 /// panel is in L2. Left inside a tiled projection, those rows (a number the tiling cannot
-/// prove) went one at a time, each accumulator's FMAs a latency apart: at S = 197, 5.7% of a
-/// call (Zen 3, perf). Split off as a projection of their own rows alone, they read every
-/// panel once more, from L3: 7% of a (1, 128, 768, 12) call (Xeon, perf).
+/// prove) would go one at a time, each accumulator's FMAs a latency apart; split off as a
+/// projection of their own rows alone, they would read every panel once more, from L3.
 Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, mha::LinearOp op,
                    Value destination, int64_t panel, int64_t rowTile, int64_t cacheRows) {
   auto weightType = op.getWeight().getType();
@@ -300,8 +299,8 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
                    feedsKeysOrValues(op);
     // A result the layer returns is computed in a fresh tensor of its own shape, which
     // mhac-layer-results-to-out-arguments then makes the caller's out buffer. An [M, N] tensor
-    // (not the out argument's type) got a buffer of its own, copied into `out` at the end on
-    // one thread (perf, (8, 128, 768, 12): 1.2% of the layer on one thread).
+    // (not the out argument's type) would get a buffer of its own, copied into `out` at the
+    // end on one thread.
     bool returned = rank != 2 && resultType.getNumDynamicDims() <= 1 &&
                     llvm::all_of(op->getUsers(), llvm::IsaPred<func::ReturnOp>);
     RowBuffer resultBuffer =
