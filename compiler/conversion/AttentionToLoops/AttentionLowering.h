@@ -1,0 +1,170 @@
+//===- AttentionLowering.h - the loop nest of one mha.attention -*- C++ -*-===//
+//
+// Part of mhac. The builder of convert-mha-attention-to-loops, one kind of tile per file:
+// QueryTranspose.cpp (the block's queries, transposed), ScoreTile.cpp (the scores' register
+// tiles), Softmax.cpp (the online softmax and the output), ValueTile.cpp (the p.v register
+// tiles and the next block's prefetches); AttentionToLoops.cpp assembles the loop nest.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHAC_COMPILER_CONVERSION_ATTENTIONTOLOOPS_ATTENTIONLOWERING_H
+#define MHAC_COMPILER_CONVERSION_ATTENTIONTOLOOPS_ATTENTIONLOWERING_H
+
+#include "dialects/mha/IR/MhaOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace mhac {
+
+using namespace mlir;
+
+/// The sizes the loop nest is built from.
+struct AttentionBlocking {
+  int64_t queryBlock, keyBlock;
+  /// The block's rows: `positions` consecutive positions of each of `heads` query heads that
+  /// share a key/value head (heads * positions <= queryBlock; the rest are padding).
+  int64_t heads, positions;
+  /// Rows of the score tile (keys) and of the p.v tile (query rows).
+  int64_t keyTile, queryTile;
+  /// Columns of the score tile: the block's queries are scored in chunks this wide.
+  int64_t queryChunk;
+  /// Columns of the p.v tile: the head dimension is updated in chunks this wide (the last one
+  /// may be narrower).
+  int64_t valueChunk;
+  /// f32 lanes of a vector register: the side of the square tiles the queries are transposed in.
+  int64_t lanes;
+  /// The queries are transposed in square register tiles (else element by element).
+  bool transposeInTiles;
+  /// Key tiles ahead that a score tile prefetches (0: none).
+  int64_t keyPrefetchDistance;
+  /// A score tile prefetches its value rows; the first key block prefetches the next task's
+  /// queries and this block's output.
+  bool prefetchValues, prefetchNextBlock;
+};
+
+/// Builds the loop nest of one mha.attention.
+class AttentionLowering {
+public:
+  AttentionLowering(mha::AttentionOp op, OpBuilder &b, AttentionBlocking blocking)
+      : op_(op), b_(b), loc_(op.getLoc()), blocking_(blocking), headDim_(op.getHeadDim()),
+        f32_(b.getF32Type()), elementType_(op.getQuery().getType().getElementType()),
+        laneVector_(VectorType::get({blocking.lanes}, f32_)),
+        headVector_(VectorType::get({headDim_}, f32_)) {}
+
+  /// Emits the loops and returns the tensor holding the result.
+  Value build();
+
+private:
+  /// The offset of vector `v` of the block's queries.
+  Value vectorOffset(int64_t v) { return index(v * blocking_.lanes); }
+  Value index(int64_t value) { return arith::ConstantIndexOp::create(b_, loc_, value); }
+  Value f32(double value) {
+    return arith::ConstantOp::create(b_, loc_, b_.getF32FloatAttr(static_cast<float>(value)));
+  }
+  Value splat(VectorType type, Value scalar) {
+    return vector::BroadcastOp::create(b_, loc_, type, scalar);
+  }
+  Value minIndex(Value a, Value c) { return arith::MinSIOp::create(b_, loc_, a, c); }
+  Value maxIndex(Value a, Value c) { return arith::MaxSIOp::create(b_, loc_, a, c); }
+  Value add(Value a, Value c) { return arith::AddIOp::create(b_, loc_, a, c); }
+  Value sub(Value a, Value c) { return arith::SubIOp::create(b_, loc_, a, c); }
+  Value mul(Value a, Value c) { return arith::MulIOp::create(b_, loc_, a, c); }
+  Value fma(Value a, Value x, Value acc) { return vector::FMAOp::create(b_, loc_, a, x, acc); }
+  /// Loads one element of an input as f32.
+  Value loadScalar(Value memref, ValueRange indices) {
+    Value value = memref::LoadOp::create(b_, loc_, memref, indices);
+    if (elementType_ == f32_)
+      return value;
+    return arith::ExtFOp::create(b_, loc_, f32_, value);
+  }
+  /// Reads `width` contiguous elements starting at `indices` as an f32 vector.
+  Value readRow(int64_t width, Value memref, ValueRange indices) {
+    auto type = VectorType::get({width}, elementType_);
+    Value padding = arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(elementType_));
+    Value vector = vector::TransferReadOp::create(b_, loc_, type, memref, indices, padding,
+                                                  ArrayRef<bool>{true});
+    if (elementType_ == f32_)
+      return vector;
+    return arith::ExtFOp::create(b_, loc_, VectorType::get({width}, f32_), vector);
+  }
+  Value loadVector(VectorType type, Value memref, ValueRange indices) {
+    return vector::LoadOp::create(b_, loc_, type, memref, indices);
+  }
+  void storeVector(Value vector, Value memref, ValueRange indices) {
+    vector::StoreOp::create(b_, loc_, vector, memref, indices);
+  }
+  /// Emits `for (iv = lb; iv < ub; iv += step) body(iv)`.
+  void forLoop(Value lb, Value ub, Value step, function_ref<void(Value)> body) {
+    auto loop = scf::ForOp::create(b_, loc_, lb, ub, step);
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(loop.getBody());
+    body(loop.getInductionVar());
+  }
+  /// Emits `if (condition) body()`.
+  void ifThen(Value condition, function_ref<void()> body) {
+    auto ifOp = scf::IfOp::create(b_, loc_, condition, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(ifOp.thenBlock());
+    body();
+  }
+  /// Emits a loop carrying `init` through `body(iv, carried) -> next` and returns the results.
+  SmallVector<Value> forLoop(Value lb, Value ub, Value step, ValueRange init,
+                             function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    auto loop = scf::ForOp::create(b_, loc_, lb, ub, step, init);
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(loop.getBody());
+    scf::YieldOp::create(b_, loc_, body(loop.getInductionVar(), loop.getRegionIterArgs()));
+    return loop.getResults();
+  }
+
+  /// 2^x for x <= 0, in eleven vector instructions: x = n + f with n = round(x) and |f| <= 1/2;
+  /// 2^f by a degree-5 polynomial (relative error 2.3e-7 in f32), 2^n by writing n + 127 into
+  /// the exponent bits. x is clamped to -127, whose exponent field 0 makes the result exactly 0.
+  Value exp2(Value x);
+  /// qT = scale * log2(e) * the block's query rows, transposed; zero in the columns of rows
+  /// past the sequence's end (`rows` positions are valid) and of padding rows.
+  void buildQueryTranspose(Value rows);
+  /// Emits body(r, position, column of the row's head) for every valid row of the block.
+  void forEachRow(Value rows, function_ref<void(Value, Value, Value)> body);
+  /// sT[j][:] for the keys j0 + [0, cols) (and up to the end of their last tile): q.k, or -inf
+  /// in the lanes of queries that cannot see the key where `crossesDiagonal` (causal: an i1
+  /// telling whether the block reaches past its first row's last key; null otherwise).
+  void buildScores(Value j0, Value cols, Value crossesDiagonal);
+  /// The online softmax of one key block, over the block's vectors of queries: m' = max(m,
+  /// max_j sT[j]) (`oldMax` is m); alpha = 2^(m - m') into alpha_; pT = 2^(sT - m') in place;
+  /// returns m' and then l' = alpha * l + sum_j pT[j] (`oldSum` is l).
+  SmallVector<Value> buildSoftmax(Value cols, ValueRange oldMax, ValueRange oldSum);
+  /// o[i][:] = alpha[i] * o[i][:] + sum_{j < cols} pT[j][i] * v[j0 + j][:].
+  void buildValueUpdate(Value j0, Value cols, Value rowsInUse);
+  /// out = o / l for the block's valid rows (`sums` is l), or 0 for a row that saw no key.
+  void buildOutput(Value rows, ValueRange sums);
+  /// Sets nextBatch_, nextI0_ and nextQCol_ to the block of the parallel iteration after this
+  /// one (`group` of `groups`); the last iteration's successor is clamped to the last batch.
+  void locateNextBlock(Value group, int64_t groups, Value batchSize, Value seq);
+  /// Prefetches the lines of the rows [rowTile, rowTile + queryTile) of the next iteration's
+  /// query block, and of this block's output rows (for writing).
+  void buildRowPrefetches(Value rowTile);
+
+  mha::AttentionOp op_;
+  OpBuilder &b_;
+  Location loc_;
+  AttentionBlocking blocking_;
+  int64_t headDim_;
+  Type f32_, elementType_;
+  VectorType laneVector_, headVector_;
+  // Inputs and the output, and what every iteration of the parallel loop shares.
+  Value query_, key_, value_, out_, batch_, kvCol_, qCol_, i0_, diagonal_, lastKey_, lastPosition_;
+  // Where the next iteration's block starts.
+  Value nextBatch_, nextI0_, nextQCol_;
+  // Scratch of one parallel iteration.
+  Value queryT_, scores_, acc_, alpha_;
+  // Vectors of the block's lanes: all 0, all -inf.
+  Value zeros_, negInfs_;
+};
+
+} // namespace mhac
+
+#endif // MHAC_COMPILER_CONVERSION_ATTENTIONTOLOOPS_ATTENTIONLOWERING_H

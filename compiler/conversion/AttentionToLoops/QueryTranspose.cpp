@@ -1,0 +1,74 @@
+//===- QueryTranspose.cpp - a block's queries, transposed -----------------===//
+//
+// Part of mhac.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/conversion/AttentionToLoops/AttentionLowering.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+
+namespace mhac {
+
+/// Scores are in base 2: log2(e) is folded into the query scale.
+static constexpr double kLog2E = 1.4426950408889634;
+
+void AttentionLowering::forEachRow(Value rows, function_ref<void(Value, Value, Value)> body) {
+  Value c0 = index(0), c1 = index(1);
+  for (int64_t h = 0; h < blocking_.heads; ++h) {
+    Value column = add(qCol_, index(h * headDim_));
+    forLoop(c0, rows, c1,
+            [&](Value p) { body(add(index(h * blocking_.positions), p), p, column); });
+  }
+}
+
+void AttentionLowering::buildQueryTranspose(Value rows) {
+  Value c0 = index(0), c1 = index(1), dh = index(headDim_);
+  Value scale = f32(op_.getScaleAttr().getValueAsDouble() * kLog2E);
+  int64_t lanes = blocking_.lanes;
+  if (!blocking_.transposeInTiles) {
+    // Element by element, zero in the columns of rows past the end and of padding rows.
+    forLoop(c0, dh, c1, [&](Value d) {
+      for (int64_t r = 0; r < blocking_.queryBlock; r += lanes)
+        storeVector(splat(laneVector_, f32(0)), queryT_, {d, index(r)});
+    });
+    forEachRow(rows, [&](Value r, Value position, Value column) {
+      Value row = add(i0_, position);
+      forLoop(c0, dh, c1, [&](Value d) {
+        Value q = loadScalar(query_, {batch_, row, add(column, d)});
+        memref::StoreOp::create(b_, loc_, arith::MulFOp::create(b_, loc_, q, scale), queryT_,
+                                ValueRange{d, r});
+      });
+    });
+    return;
+  }
+  // Square tiles of lanes x lanes, transposed in registers (vector.transpose, lowered to
+  // shuffles); rows past the end of the sequence read as zero.
+  MLIRContext *ctx = b_.getContext();
+  auto tileType = VectorType::get({lanes, lanes}, elementType_);
+  auto f32Tile = VectorType::get({lanes, lanes}, f32_);
+  AffineMap rowsAndColumns =
+      AffineMap::get(3, 0, {getAffineDimExpr(1, ctx), getAffineDimExpr(2, ctx)}, ctx);
+  Value padding = arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(elementType_));
+  Value scales = splat(f32Tile, scale);
+  Value positions = index(blocking_.positions);
+  forLoop(c0, index(blocking_.queryBlock), index(lanes), [&](Value r) {
+    // Every tile of rows lies within one head's positions.
+    Value position = arith::RemUIOp::create(b_, loc_, r, positions);
+    Value column = add(qCol_, mul(arith::DivUIOp::create(b_, loc_, r, positions), dh));
+    forLoop(c0, dh, index(lanes), [&](Value d) {
+      Value tile = vector::TransferReadOp::create(
+          b_, loc_, tileType, query_, ValueRange{batch_, add(i0_, position), add(column, d)},
+          AffineMapAttr::get(rowsAndColumns), padding, /*mask=*/Value(),
+          b_.getBoolArrayAttr({false, true}));
+      if (elementType_ != f32_)
+        tile = arith::ExtFOp::create(b_, loc_, f32Tile, tile);
+      tile = arith::MulFOp::create(b_, loc_, tile, scales);
+      Value transposed = vector::TransposeOp::create(b_, loc_, tile, ArrayRef<int64_t>{1, 0});
+      vector::TransferWriteOp::create(b_, loc_, transposed, queryT_, ValueRange{d, r},
+                                      ArrayRef<bool>{true, true});
+    });
+  });
+}
+
+} // namespace mhac

@@ -1,0 +1,88 @@
+//===- ValueTile.cpp - the p.v register tiles and prefetches --------------===//
+//
+// Part of mhac.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/conversion/AttentionToLoops/AttentionLowering.h"
+
+#include <algorithm>
+
+namespace mhac {
+
+void AttentionLowering::buildValueUpdate(Value j0, Value cols, Value rowsInUse) {
+  int64_t tile = blocking_.queryTile;
+  Value c0 = index(0), c1 = index(1);
+  for (int64_t first = 0; first < headDim_; first += blocking_.valueChunk) {
+    int64_t width = std::min(blocking_.valueChunk, headDim_ - first);
+    auto chunkVector = VectorType::get({width}, f32_);
+    Value column = index(first);
+    forLoop(c0, rowsInUse, index(tile), [&](Value it) {
+      // Spread over the first key block's p.v tiles, where they wait on no result.
+      if (first == 0 && blocking_.prefetchNextBlock)
+        ifThen(arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::eq, j0, c0),
+               [&] { buildRowPrefetches(it); });
+      SmallVector<Value> init;
+      for (int64_t t = 0; t < tile; ++t) {
+        Value row = add(it, index(t));
+        Value alpha = memref::LoadOp::create(b_, loc_, alpha_, row);
+        init.push_back(arith::MulFOp::create(b_, loc_, loadVector(chunkVector, acc_, {row, column}),
+                                             splat(chunkVector, alpha)));
+      }
+      SmallVector<Value> rows = forLoop(c0, cols, c1, init, [&](Value j, ValueRange partial) {
+        Value value = readRow(width, value_, {batch_, add(j0, j), add(kvCol_, column)});
+        SmallVector<Value> next;
+        for (int64_t t = 0; t < tile; ++t) {
+          Value p = memref::LoadOp::create(b_, loc_, scores_, ValueRange{j, add(it, index(t))});
+          next.push_back(fma(splat(chunkVector, p), value, partial[t]));
+        }
+        return next;
+      });
+      for (int64_t t = 0; t < tile; ++t)
+        storeVector(rows[t], acc_, {add(it, index(t)), column});
+    });
+  }
+}
+
+void AttentionLowering::locateNextBlock(Value group, int64_t groups, Value batchSize, Value seq) {
+  Value c0 = index(0), c1 = index(1);
+  auto select = [&](Value condition, Value a, Value c) {
+    return arith::SelectOp::create(b_, loc_, condition, a, c);
+  };
+  Value next = add(i0_, index(blocking_.positions));
+  Value pastEnd = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sge, next, seq);
+  Value lastGroup =
+      arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::eq, group, index(groups - 1));
+  nextI0_ = select(pastEnd, c0, next);
+  Value nextGroupColumn = add(qCol_, index(blocking_.heads * headDim_));
+  nextQCol_ = select(pastEnd, select(lastGroup, c0, nextGroupColumn), qCol_);
+  nextBatch_ = select(arith::AndIOp::create(b_, loc_, pastEnd, lastGroup),
+                      minIndex(add(batch_, c1), sub(batchSize, c1)), batch_);
+}
+
+void AttentionLowering::buildRowPrefetches(Value rowTile) {
+  int64_t lineElements = 512 / elementType_.getIntOrFloatBitWidth();
+  Value positions = index(blocking_.positions);
+  for (int64_t t = 0; t < blocking_.queryTile; ++t) {
+    // Row r of a block is position r % positions of its group's query head r / positions;
+    // padding rows are clamped to the last head and position, so that every address is in
+    // the buffers.
+    Value r = add(rowTile, index(t));
+    Value position = arith::RemUIOp::create(b_, loc_, r, positions);
+    Value head =
+        minIndex(arith::DivUIOp::create(b_, loc_, r, positions), index(blocking_.heads - 1));
+    Value headColumn = mul(head, index(headDim_));
+    Value nextRow = minIndex(add(nextI0_, position), lastPosition_);
+    Value row = minIndex(add(i0_, position), lastPosition_);
+    for (int64_t column = 0; column < headDim_; column += lineElements) {
+      Value offset = add(headColumn, index(column));
+      memref::PrefetchOp::create(b_, loc_, query_,
+                                 ValueRange{nextBatch_, nextRow, add(nextQCol_, offset)},
+                                 /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+      memref::PrefetchOp::create(b_, loc_, out_, ValueRange{batch_, row, add(qCol_, offset)},
+                                 /*isWrite=*/true, /*localityHint=*/3, /*isDataCache=*/true);
+    }
+  }
+}
+
+} // namespace mhac
