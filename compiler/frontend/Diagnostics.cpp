@@ -99,6 +99,20 @@ size_t editDistance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+std::optional<std::string_view> closestName(std::string_view name,
+                                            const std::vector<std::string_view> &candidates) {
+  std::optional<std::string_view> best;
+  size_t bestDistance = std::max<size_t>(1, (name.size() + 2) / 3) + 1;
+  for (std::string_view candidate : candidates) {
+    size_t distance = editDistance(name, candidate);
+    if (distance < bestDistance) {
+      bestDistance = distance;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
 std::string quoteSource(std::string_view text, size_t maxLength) {
   std::string quoted;
   for (size_t i = 0; i < text.size() && i < maxLength; ++i) {

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -71,6 +72,11 @@ private:
 
 /// The Levenshtein distance between two strings, for "did you mean" suggestions.
 size_t editDistance(std::string_view a, std::string_view b);
+
+/// The candidate closest to a misspelled `name`, if it is close enough to be a likely typo
+/// (within about a third of the name's length): every "did you mean" of mhac uses this rule.
+std::optional<std::string_view> closestName(std::string_view name,
+                                            const std::vector<std::string_view> &candidates);
 
 /// Quotes a piece of source text for a message: printable ASCII as is, other bytes as `\xNN`,
 /// and long texts shortened with "...".

@@ -103,16 +103,10 @@ constexpr std::string_view kCKeywords[] = {
 
 /// The closest known key to a misspelled one, if it is close enough to be a likely typo.
 std::optional<std::string_view> suggestKey(std::string_view key) {
-  std::optional<std::string_view> best;
-  size_t bestDistance = std::max<size_t>(1, (key.size() + 2) / 3) + 1;
-  for (const KeyRule &rule : kKeyRules) {
-    size_t distance = editDistance(key, rule.name);
-    if (distance < bestDistance) {
-      bestDistance = distance;
-      best = rule.name;
-    }
-  }
-  return best;
+  std::vector<std::string_view> names;
+  for (const KeyRule &rule : kKeyRules)
+    names.push_back(rule.name);
+  return closestName(key, names);
 }
 
 std::string_view ruleExpectation(ValueRule rule) {

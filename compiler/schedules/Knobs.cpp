@@ -155,8 +155,23 @@ int64_t scratchBytes(const Schedule &s, const KnobContext &c) {
   int64_t rows = blockOf(s, c).rows;
   return 4 * (2 * c.layer->headDim * rows + s.attention.keyBlock * rows + rows);
 }
-/// Leaves most of a thread's stack (8 MiB by default on Linux) to the caller.
-constexpr int64_t kMaxScratchBytes = 2 * 1024 * 1024;
+
+/// The most scratch a task may take: 2 MiB, which leaves most of a thread's stack (8 MiB by
+/// default on Linux) to the caller, or twice what the layer's smallest blocks need where its
+/// heads are so wide (thousands of elements) that those alone come near it.
+int64_t scratchLimit(const Schedule &s, const KnobContext &c) {
+  constexpr int64_t kMaxScratchBytes = 2 * 1024 * 1024;
+  Schedule smallest = s;
+  smallest.attention.queryBlock = smallest.attention.groupedQueryBlock = lanesOf(c);
+  smallest.attention.keyBlock = 1;
+  return std::max(kMaxScratchBytes, 2 * scratchBytes(smallest, c));
+}
+
+/// The knob that sets the rows of the layer's blocks.
+std::string_view blockKnob(const KnobContext &c) {
+  return c.layer->heads > c.layer->kvHeads ? "attention_grouped_query_block"
+                                           : "attention_query_block";
+}
 
 std::string registerBudget(std::string_view what, std::string_view rowsKnob, int64_t rows,
                            std::string_view vectorsKnob, int64_t vectors, const KnobContext &c) {
@@ -266,7 +281,7 @@ std::vector<Constraint> makeConstraints() {
        },
        [](const Schedule &s, const KnobContext &c) {
          return fmt::format("attention_value_tile_vectors ({}) is wider than layer '{}''s head "
-                            "of {} elements ({} vectors)",
+                            "of {} elements (vectors: {})",
                             s.attention.valueTileVectors, c.layer->name, c.layer->headDim,
                             vectorsFor(c.layer->headDim, lanesOf(c)));
        }},
@@ -288,13 +303,14 @@ std::vector<Constraint> makeConstraints() {
       {{KnobId::AttentionQueryBlock, KnobId::AttentionGroupedQueryBlock, KnobId::AttentionKeyBlock},
        true,
        [](const Schedule &s, const KnobContext &c) {
-         return scratchBytes(s, c) <= kMaxScratchBytes;
+         return scratchBytes(s, c) <= scratchLimit(s, c);
        },
        [](const Schedule &s, const KnobContext &c) {
          return fmt::format("an attention task of layer '{}' would need {} KiB of scratch on "
-                            "its thread's stack, more than {} KiB (lower attention_query_block "
-                            "or attention_key_block)",
-                            c.layer->name, scratchBytes(s, c) / 1024, kMaxScratchBytes / 1024);
+                            "its thread's stack, more than {} KiB (lower {} or "
+                            "attention_key_block)",
+                            c.layer->name, scratchBytes(s, c) / 1024, scratchLimit(s, c) / 1024,
+                            blockKnob(c));
        }},
   };
 }
@@ -319,18 +335,11 @@ const Knob *findKnob(std::string_view name) {
   return nullptr;
 }
 
-std::string_view closestKnobName(std::string_view name) {
-  std::string_view best;
-  size_t bestDistance = 0;
-  for (const Knob &k : knobs()) {
-    size_t distance = editDistance(name, k.name);
-    if (best.empty() || distance < bestDistance) {
-      best = k.name;
-      bestDistance = distance;
-    }
-  }
-  // A suggestion farther than a third of the name is noise.
-  return bestDistance <= std::max<size_t>(2, name.size() / 3) ? best : std::string_view();
+std::optional<std::string_view> closestKnobName(std::string_view name) {
+  std::vector<std::string_view> names;
+  for (const Knob &k : knobs())
+    names.push_back(k.name);
+  return closestName(name, names);
 }
 
 const std::vector<Constraint> &constraints() {

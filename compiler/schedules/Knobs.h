@@ -86,8 +86,8 @@ const std::vector<Knob> &knobs();
 const Knob &knob(KnobId id);
 /// The knob called `name`, or null.
 const Knob *findKnob(std::string_view name);
-/// The known knob name closest to `name` (for "did you mean"), or empty.
-std::string_view closestKnobName(std::string_view name);
+/// The knob name closest to a misspelled `name` (for "did you mean"), if one is close.
+std::optional<std::string_view> closestKnobName(std::string_view name);
 
 /// Every rule.
 const std::vector<Constraint> &constraints();

@@ -10,6 +10,7 @@
 #include "compiler/frontend/Parser.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -39,10 +40,10 @@ public:
                       std::string_view blockKeyword)
       : diags_(diags), target_(target), blockKeyword_(blockKeyword) {}
 
-  std::optional<ScheduleFile> check(const ModuleAST &ast, SourceLocation end);
+  std::optional<ScheduleFile> check(const ModuleAST &ast, SourceLocation start);
 
 private:
-  void checkFormat(const std::vector<EntryAST> &settings, SourceLocation end);
+  void checkFormat(const std::vector<EntryAST> &settings, SourceLocation start);
   std::optional<KnobSetting> checkEntry(const EntryAST &entry);
   void error(SourceLocation loc, std::string_view message, size_t length) {
     diags_.error(loc, message, length);
@@ -53,7 +54,7 @@ private:
   std::string_view blockKeyword_;
 };
 
-void ScheduleFileChecker::checkFormat(const std::vector<EntryAST> &settings, SourceLocation end) {
+void ScheduleFileChecker::checkFormat(const std::vector<EntryAST> &settings, SourceLocation start) {
   const EntryAST *format = nullptr;
   for (const EntryAST &entry : settings) {
     if (entry.key != "format") {
@@ -81,7 +82,7 @@ void ScheduleFileChecker::checkFormat(const std::vector<EntryAST> &settings, Sou
             value.spelling.size());
   }
   if (!format)
-    error(end,
+    error(start,
           fmt::format("the schedule file has no 'format = {}' line; write it first, before "
                       "the blocks",
                       kScheduleFormat),
@@ -91,11 +92,11 @@ void ScheduleFileChecker::checkFormat(const std::vector<EntryAST> &settings, Sou
 std::optional<KnobSetting> ScheduleFileChecker::checkEntry(const EntryAST &entry) {
   const Knob *k = findKnob(entry.key);
   if (!k) {
-    std::string_view suggestion = closestKnobName(entry.key);
+    std::optional<std::string_view> suggestion = closestKnobName(entry.key);
     error(entry.keyLoc,
           fmt::format("unknown knob '{}'{}", quoteSource(entry.key),
-                      suggestion.empty() ? std::string(" (docs/schedules.md lists the knobs)")
-                                         : fmt::format("; did you mean '{}'?", suggestion)),
+                      suggestion ? fmt::format("; did you mean '{}'?", *suggestion)
+                                 : std::string(" (docs/schedules.md lists the knobs)")),
           entry.key.size());
     return std::nullopt;
   }
@@ -141,8 +142,8 @@ std::optional<KnobSetting> ScheduleFileChecker::checkEntry(const EntryAST &entry
   return std::nullopt;
 }
 
-std::optional<ScheduleFile> ScheduleFileChecker::check(const ModuleAST &ast, SourceLocation end) {
-  checkFormat(ast.settings, end);
+std::optional<ScheduleFile> ScheduleFileChecker::check(const ModuleAST &ast, SourceLocation start) {
+  checkFormat(ast.settings, start);
   ScheduleFile file;
   std::map<std::string, SourceLocation> seenBlocks;
   for (const LayerAST &layer : ast.layers) {
@@ -202,19 +203,14 @@ bool checkBlockNames(const ScheduleFile &file, const std::vector<LayerSpec> &lay
     auto named = [&](const LayerSpec &layer) { return layer.name == block.name; };
     if (std::any_of(layers.begin(), layers.end(), named))
       continue;
-    std::string suggestion;
-    size_t best = block.name.size() / 3 + 2;
-    for (const LayerSpec &layer : layers)
-      if (size_t distance = editDistance(block.name, layer.name); distance <= best) {
-        best = distance;
-        suggestion = fmt::format("; did you mean '{}'?", layer.name);
-      }
-    std::vector<std::string> names;
+    std::vector<std::string_view> names;
     for (const LayerSpec &layer : layers)
       names.push_back(layer.name);
+    std::optional<std::string_view> suggestion = closestName(block.name, names);
     diags.error(block.nameLoc,
                 fmt::format("no layer '{}' in the compiled file (its layers: {}){}", block.name,
-                            fmt::join(names, ", "), suggestion),
+                            fmt::join(names, ", "),
+                            suggestion ? fmt::format("; did you mean '{}'?", *suggestion) : ""),
                 block.name.size());
     ok = false;
   }

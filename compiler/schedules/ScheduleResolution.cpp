@@ -43,8 +43,12 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
 
 class Fitter {
 public:
-  Fitter(Schedule &schedule, const KnobContext &context, std::set<KnobId> settled)
-      : schedule_(schedule), context_(context), settled_(std::move(settled)) {}
+  /// `alwaysChecked`, if given, is a rule checked even before its other knobs are settled
+  /// (those knobs then at their defaults).
+  Fitter(Schedule &schedule, const KnobContext &context, std::set<KnobId> settled,
+         const Constraint *alwaysChecked = nullptr)
+      : schedule_(schedule), context_(context), settled_(std::move(settled)),
+        alwaysChecked_(alwaysChecked) {}
 
   /// Gives `id` the largest value up to its current one (for a choice: its current one, else
   /// the first) that breaks no rule whose knobs are all settled; leaves it as it is when none
@@ -83,7 +87,8 @@ private:
       bool applies =
           std::find(constraint.knobs.begin(), constraint.knobs.end(), id) != constraint.knobs.end();
       for (KnobId other : constraint.knobs)
-        applies = applies && (other == id || settled_.count(other));
+        applies =
+            applies && (other == id || settled_.count(other) || &constraint == alwaysChecked_);
       if (applies && !constraint.holds(schedule_, context_))
         return false;
     }
@@ -93,6 +98,7 @@ private:
   Schedule &schedule_;
   const KnobContext &context_;
   std::set<KnobId> settled_;
+  const Constraint *alwaysChecked_;
 };
 
 } // namespace
@@ -108,10 +114,24 @@ ScheduleResolution resolveSchedule(const LayerSpec &layer, const CpuTarget &targ
     }
 
   KnobContext context{target, &layer};
-  Fitter fitter(schedule, context, given);
-  for (KnobId id : kFitOrder)
-    if (!given.count(id))
-      fitter.fit(id);
+  Schedule defaults = schedule;
+  auto fitAll = [&](const Constraint *first) {
+    schedule = defaults;
+    Fitter fitter(schedule, context, given, first);
+    std::vector<KnobId> order = first ? first->knobs : std::vector<KnobId>();
+    order.insert(order.end(), std::begin(kFitOrder), std::end(kFitOrder));
+    std::set<KnobId> fitted;
+    for (KnobId id : order)
+      if (!given.count(id) && fitted.insert(id).second)
+        fitter.fit(id);
+  };
+  fitAll(nullptr);
+  // A rule whose knobs are fitted one before another may still be broken (the scratch of a
+  // layer with very wide heads, which the key block is fitted before the query blocks know):
+  // a second round fits from the defaults again, that rule's knobs first, checking it from
+  // the first on.
+  if (const Constraint *broken = firstViolation(schedule, context))
+    fitAll(broken);
 
   const Constraint *broken = firstViolation(schedule, context);
   if (!broken)

@@ -196,8 +196,8 @@ module attributes {{transform.with_named_sequence} {{
       %fusedInit, %forall = transform.structured.fuse_into_containing_op %init into %tiles
           : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
       // Blocks of the reduction where it is deeper than one block: each block's slice of a
-      // weight column panel (kc x 32) stays in L1 while every row tile of the cache tile passes
-      // over it (the column loop outside the row loop).
+      // weight column panel (reduction block x register columns) stays in L1 while every row
+      // tile of the cache tile passes over it (the column loop outside the row loop).
       %reblocked = transform.foreach_match in %forall @match_deep_reduction -> @block_reduction
           : (!transform.any_op) -> !transform.any_op
       %blocked = transform.structured.match ops{{["linalg.matmul"]} in %reblocked
