@@ -25,9 +25,11 @@ template <auto Group, auto Field> void setField(Schedule &schedule, int64_t valu
   schedule.*Group.*Field = static_cast<T>(value);
 }
 
-template <auto Field>
-Knob projectionKnob(KnobId id, std::string_view name, std::string_view summary, KnobType type,
-                    int64_t min, int64_t max, int64_t step = 1) {
+/// The knob that is the field `Field` of the group `Group` (&Schedule::projection or
+/// &Schedule::attention).
+template <auto Group, auto Field>
+Knob makeKnob(KnobId id, std::string_view name, std::string_view summary, KnobType type,
+              int64_t min, int64_t max, int64_t step = 1) {
   return Knob{id,
               name,
               summary,
@@ -36,24 +38,12 @@ Knob projectionKnob(KnobId id, std::string_view name, std::string_view summary, 
               min,
               max,
               step,
-              &getField<&Schedule::projection, Field>,
-              &setField<&Schedule::projection, Field>};
+              &getField<Group, Field>,
+              &setField<Group, Field>};
 }
 
-template <auto Field>
-Knob attentionKnob(KnobId id, std::string_view name, std::string_view summary, KnobType type,
-                   int64_t min, int64_t max, int64_t step = 1) {
-  return Knob{id,
-              name,
-              summary,
-              type,
-              {},
-              min,
-              max,
-              step,
-              &getField<&Schedule::attention, Field>,
-              &setField<&Schedule::attention, Field>};
-}
+constexpr auto kProjection = &Schedule::projection;
+constexpr auto kAttention = &Schedule::attention;
 
 Knob withChoices(Knob knob, std::vector<std::string_view> choices) {
   knob.choices = std::move(choices);
@@ -70,62 +60,67 @@ std::vector<Knob> makeKnobs() {
   using P = ProjectionSchedule;
   using A = AttentionSchedule;
   return {
-      projectionKnob<&P::cacheRows>(KnobId::ProjectionCacheRows, "projection_cache_rows",
-                                    "rows of a parallel task (cache tile)", kInteger, 1, 65536),
-      projectionKnob<&P::cacheCols>(KnobId::ProjectionCacheCols, "projection_cache_cols",
-                                    "output columns of a parallel task", kInteger, 1, 65536),
-      projectionKnob<&P::registerRows>(KnobId::ProjectionRegisterRows, "projection_register_rows",
-                                       "rows of the register tile", kInteger, 1, 32),
-      projectionKnob<&P::registerCols>(KnobId::ProjectionRegisterCols, "projection_register_cols",
-                                       "columns of the register tile and weight panels", kInteger,
-                                       kLanes, 512, kLanes),
-      projectionKnob<&P::reductionBlock>(
+      makeKnob<kProjection, &P::cacheRows>(KnobId::ProjectionCacheRows, "projection_cache_rows",
+                                           "rows of a parallel task (cache tile)", kInteger, 1,
+                                           65536),
+      makeKnob<kProjection, &P::cacheCols>(KnobId::ProjectionCacheCols, "projection_cache_cols",
+                                           "output columns of a parallel task", kInteger, 1, 65536),
+      makeKnob<kProjection, &P::registerRows>(KnobId::ProjectionRegisterRows,
+                                              "projection_register_rows",
+                                              "rows of the register tile", kInteger, 1, 32),
+      makeKnob<kProjection, &P::registerCols>(
+          KnobId::ProjectionRegisterCols, "projection_register_cols",
+          "columns of the register tile and weight panels", kInteger, kLanes, 512, kLanes),
+      makeKnob<kProjection, &P::reductionBlock>(
           KnobId::ProjectionReductionBlock, "projection_reduction_block",
           "inputs per reduction block (unpacked weights)", kInteger, 1, 65536),
-      projectionKnob<&P::reductionUnroll>(KnobId::ProjectionReductionUnroll,
-                                          "projection_reduction_unroll",
-                                          "reduction steps per loop iteration", kInteger, 1, 16),
-      projectionKnob<&P::splitLastCacheTile>(
+      makeKnob<kProjection, &P::reductionUnroll>(
+          KnobId::ProjectionReductionUnroll, "projection_reduction_unroll",
+          "reduction steps per loop iteration", kInteger, 1, 16),
+      makeKnob<kProjection, &P::splitLastCacheTile>(
           KnobId::ProjectionSplitLastCacheTile, "projection_split_last_cache_tile",
           "last cache tile split off, its edge rows static", kBoolean, 0, 1),
-      projectionKnob<&P::rowPadding>(KnobId::ProjectionRowPadding, "projection_row_padding",
-                                     "padding of rows 1 KiB apart, in elements", kInteger, 0, 256),
-      projectionKnob<&P::transposeTile>(
+      makeKnob<kProjection, &P::rowPadding>(KnobId::ProjectionRowPadding, "projection_row_padding",
+                                            "padding of rows 1 KiB apart, in elements", kInteger, 0,
+                                            256),
+      makeKnob<kProjection, &P::transposeTile>(
           KnobId::ProjectionTransposeTile, "projection_transpose_tile",
           "tile side of unpacked weights' transposes", kInteger, 1, 1024),
-      attentionKnob<&A::queryBlock>(KnobId::AttentionQueryBlock, "attention_query_block",
-                                    "query rows per block (at most the sequence)", kInteger, kLanes,
-                                    512, kLanes),
-      attentionKnob<&A::groupedQueryBlock>(
+      makeKnob<kAttention, &A::queryBlock>(KnobId::AttentionQueryBlock, "attention_query_block",
+                                           "query rows per block (at most the sequence)", kInteger,
+                                           kLanes, 512, kLanes),
+      makeKnob<kAttention, &A::groupedQueryBlock>(
           KnobId::AttentionGroupedQueryBlock, "attention_grouped_query_block",
           "rows per block of grouped-query layers", kInteger, kLanes, 512, kLanes),
-      attentionKnob<&A::keyBlock>(KnobId::AttentionKeyBlock, "attention_key_block",
-                                  "keys per block of scores", kInteger, 1, 1024),
-      attentionKnob<&A::scoreTileKeys>(KnobId::AttentionScoreTileKeys, "attention_score_tile_keys",
-                                       "keys (rows) of the score tile", kInteger, 1, 32),
-      attentionKnob<&A::scoreTileVectors>(
+      makeKnob<kAttention, &A::keyBlock>(KnobId::AttentionKeyBlock, "attention_key_block",
+                                         "keys per block of scores", kInteger, 1, 1024),
+      makeKnob<kAttention, &A::scoreTileKeys>(KnobId::AttentionScoreTileKeys,
+                                              "attention_score_tile_keys",
+                                              "keys (rows) of the score tile", kInteger, 1, 32),
+      makeKnob<kAttention, &A::scoreTileVectors>(
           KnobId::AttentionScoreTileVectors, "attention_score_tile_vectors",
           "query vectors (columns) of the score tile", kInteger, 1, 32),
-      attentionKnob<&A::valueTileRows>(KnobId::AttentionValueTileRows, "attention_value_tile_rows",
-                                       "query rows of the p.v tile", kInteger, 1, 32),
-      attentionKnob<&A::valueTileVectors>(
+      makeKnob<kAttention, &A::valueTileRows>(KnobId::AttentionValueTileRows,
+                                              "attention_value_tile_rows",
+                                              "query rows of the p.v tile", kInteger, 1, 32),
+      makeKnob<kAttention, &A::valueTileVectors>(
           KnobId::AttentionValueTileVectors, "attention_value_tile_vectors",
           "head vectors (columns) of the p.v tile", kInteger, 1, 32),
-      withChoices(attentionKnob<&A::queryTranspose>(
+      withChoices(makeKnob<kAttention, &A::queryTranspose>(
                       KnobId::AttentionQueryTranspose, "attention_query_transpose",
                       "how a block's queries are transposed", kChoice, 0, 1),
                   {"tiles", "elements"}),
-      withChoices(attentionKnob<&A::transposeLowering>(
+      withChoices(makeKnob<kAttention, &A::transposeLowering>(
                       KnobId::AttentionTransposeLowering, "attention_transpose_lowering",
                       "instructions of a tile's transpose", kChoice, 0, 2),
                   {"shuffle_16x16", "shuffle_1d", "elements"}),
-      attentionKnob<&A::keyPrefetchDistance>(
+      makeKnob<kAttention, &A::keyPrefetchDistance>(
           KnobId::AttentionKeyPrefetchDistance, "attention_key_prefetch_distance",
           "key tiles ahead to prefetch (0: none)", kInteger, 0, 8),
-      attentionKnob<&A::prefetchValues>(KnobId::AttentionPrefetchValues,
-                                        "attention_prefetch_values",
-                                        "prefetch each key tile's value rows", kBoolean, 0, 1),
-      attentionKnob<&A::prefetchNextBlock>(
+      makeKnob<kAttention, &A::prefetchValues>(
+          KnobId::AttentionPrefetchValues, "attention_prefetch_values",
+          "prefetch each key tile's value rows", kBoolean, 0, 1),
+      makeKnob<kAttention, &A::prefetchNextBlock>(
           KnobId::AttentionPrefetchNextBlock, "attention_prefetch_next_block",
           "prefetch the next task's queries, this output", kBoolean, 0, 1),
   };
@@ -138,10 +133,6 @@ int64_t lanesOf(const KnobContext &c) { return c.target.lanes(); }
 /// Registers a register tile of rows x vectors needs: its accumulators, one row of loaded
 /// vectors and one broadcast.
 int64_t tileRegisters(int64_t rows, int64_t vectors) { return rows * vectors + vectors + 1; }
-
-int64_t projectionVectors(const Schedule &s, const KnobContext &c) {
-  return s.projection.registerCols / lanesOf(c);
-}
 
 AttentionBlock blockOf(const Schedule &s, const KnobContext &c) {
   const LayerSpec &layer = *c.layer;
@@ -173,82 +164,57 @@ std::string_view blockKnob(const KnobContext &c) {
                                            : "attention_query_block";
 }
 
-std::string registerBudget(std::string_view what, std::string_view rowsKnob, int64_t rows,
-                           std::string_view vectorsKnob, int64_t vectors, const KnobContext &c) {
-  return fmt::format("{} of {} x {} vectors needs {} vector registers ({} accumulators, {} "
-                     "loaded, 1 broadcast); {} has {} (lower {} or {})",
-                     what, rows, vectors, tileRegisters(rows, vectors), rows * vectors, vectors,
-                     c.target.name, c.target.vectorRegisters, rowsKnob, vectorsKnob);
+/// `multiple`'s value is a multiple of `factor`'s, "so that `purpose`"; `knobs` lists both,
+/// most specific first.
+Constraint multipleRule(KnobId multiple, KnobId factor, std::vector<KnobId> knobs,
+                        std::string purpose) {
+  return {std::move(knobs), false,
+          [=](const Schedule &s, const KnobContext &) {
+            return knob(multiple).get(s) % knob(factor).get(s) == 0;
+          },
+          [=](const Schedule &s, const KnobContext &) {
+            return fmt::format("{} ({}) must be a multiple of {} ({}), so that {}",
+                               knob(multiple).name, knob(multiple).get(s), knob(factor).name,
+                               knob(factor).get(s), purpose);
+          }};
+}
+
+/// The register tile `tile` of `rows` x `vectors` fits in the target's registers; with
+/// `inLanes`, `vectors` counts f32 lanes (columns) rather than vectors.
+Constraint budgetRule(std::string tile, KnobId rows, KnobId vectors, bool inLanes = false) {
+  auto vectorCount = [=](const Schedule &s, const KnobContext &c) {
+    return knob(vectors).get(s) / (inLanes ? lanesOf(c) : 1);
+  };
+  return {{rows, vectors},
+          false,
+          [=](const Schedule &s, const KnobContext &c) {
+            return tileRegisters(knob(rows).get(s), vectorCount(s, c)) <= c.target.vectorRegisters;
+          },
+          [=](const Schedule &s, const KnobContext &c) {
+            int64_t r = knob(rows).get(s), v = vectorCount(s, c);
+            return fmt::format("{} of {} x {} vectors needs {} vector registers ({} "
+                               "accumulators, {} loaded, 1 broadcast); {} has {} (lower {} or {})",
+                               tile, r, v, tileRegisters(r, v), r * v, v, c.target.name,
+                               c.target.vectorRegisters, knob(rows).name, knob(vectors).name);
+          }};
 }
 
 std::vector<Constraint> makeConstraints() {
   return {
-      {{KnobId::ProjectionCacheRows, KnobId::ProjectionRegisterRows},
-       false,
-       [](const Schedule &s, const KnobContext &) {
-         return s.projection.cacheRows % s.projection.registerRows == 0;
-       },
-       [](const Schedule &s, const KnobContext &) {
-         return fmt::format("projection_cache_rows ({}) must be a multiple of "
-                            "projection_register_rows ({}), so that only a projection's last "
-                            "cache tile has edge rows",
-                            s.projection.cacheRows, s.projection.registerRows);
-       }},
-      {{KnobId::ProjectionCacheCols, KnobId::ProjectionRegisterCols},
-       false,
-       [](const Schedule &s, const KnobContext &) {
-         return s.projection.cacheCols % s.projection.registerCols == 0;
-       },
-       [](const Schedule &s, const KnobContext &) {
-         return fmt::format("projection_cache_cols ({}) must be a multiple of "
-                            "projection_register_cols ({}): a cache tile holds whole weight "
-                            "panels",
-                            s.projection.cacheCols, s.projection.registerCols);
-       }},
-      {{KnobId::ProjectionRegisterRows, KnobId::ProjectionRegisterCols},
-       false,
-       [](const Schedule &s, const KnobContext &c) {
-         return tileRegisters(s.projection.registerRows, projectionVectors(s, c)) <=
-                c.target.vectorRegisters;
-       },
-       [](const Schedule &s, const KnobContext &c) {
-         return registerBudget("a projection register tile", "projection_register_rows",
-                               s.projection.registerRows, "projection_register_cols",
-                               projectionVectors(s, c), c);
-       }},
-      {{KnobId::AttentionScoreTileKeys, KnobId::AttentionKeyBlock},
-       false,
-       [](const Schedule &s, const KnobContext &) {
-         return s.attention.keyBlock % s.attention.scoreTileKeys == 0;
-       },
-       [](const Schedule &s, const KnobContext &) {
-         return fmt::format("attention_key_block ({}) must be a multiple of "
-                            "attention_score_tile_keys ({}), so that every whole key block is "
-                            "whole score tiles",
-                            s.attention.keyBlock, s.attention.scoreTileKeys);
-       }},
-      {{KnobId::AttentionScoreTileKeys, KnobId::AttentionScoreTileVectors},
-       false,
-       [](const Schedule &s, const KnobContext &c) {
-         return tileRegisters(s.attention.scoreTileKeys, s.attention.scoreTileVectors) <=
-                c.target.vectorRegisters;
-       },
-       [](const Schedule &s, const KnobContext &c) {
-         return registerBudget("the score tile", "attention_score_tile_keys",
-                               s.attention.scoreTileKeys, "attention_score_tile_vectors",
-                               s.attention.scoreTileVectors, c);
-       }},
-      {{KnobId::AttentionValueTileRows, KnobId::AttentionValueTileVectors},
-       false,
-       [](const Schedule &s, const KnobContext &c) {
-         return tileRegisters(s.attention.valueTileRows, s.attention.valueTileVectors) <=
-                c.target.vectorRegisters;
-       },
-       [](const Schedule &s, const KnobContext &c) {
-         return registerBudget("the p.v tile", "attention_value_tile_rows",
-                               s.attention.valueTileRows, "attention_value_tile_vectors",
-                               s.attention.valueTileVectors, c);
-       }},
+      multipleRule(KnobId::ProjectionCacheRows, KnobId::ProjectionRegisterRows,
+                   {KnobId::ProjectionCacheRows, KnobId::ProjectionRegisterRows},
+                   "only a projection's last cache tile has edge rows"),
+      multipleRule(KnobId::ProjectionCacheCols, KnobId::ProjectionRegisterCols,
+                   {KnobId::ProjectionCacheCols, KnobId::ProjectionRegisterCols},
+                   "a cache tile holds whole weight panels"),
+      budgetRule("a projection register tile", KnobId::ProjectionRegisterRows,
+                 KnobId::ProjectionRegisterCols, /*inLanes=*/true),
+      multipleRule(KnobId::AttentionKeyBlock, KnobId::AttentionScoreTileKeys,
+                   {KnobId::AttentionScoreTileKeys, KnobId::AttentionKeyBlock},
+                   "every whole key block is whole score tiles"),
+      budgetRule("the score tile", KnobId::AttentionScoreTileKeys,
+                 KnobId::AttentionScoreTileVectors),
+      budgetRule("the p.v tile", KnobId::AttentionValueTileRows, KnobId::AttentionValueTileVectors),
       {{KnobId::AttentionScoreTileVectors, KnobId::AttentionQueryBlock,
         KnobId::AttentionGroupedQueryBlock},
        true,

@@ -14,6 +14,7 @@
 #include "compiler/schedules/Schedule.h"
 #include "compiler/target/CpuTarget.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -76,9 +77,9 @@ struct Constraint {
   std::vector<KnobId> knobs;
   /// Reads the layer: checked only when one is known.
   bool needsLayer = false;
-  bool (*holds)(const Schedule &, const KnobContext &);
+  std::function<bool(const Schedule &, const KnobContext &)> holds;
   /// Why a schedule breaks the rule, naming the knobs and their values.
-  std::string (*explain)(const Schedule &, const KnobContext &);
+  std::function<std::string(const Schedule &, const KnobContext &)> explain;
 };
 
 /// The knobs, in KnobId order.
