@@ -21,7 +21,7 @@ enum class QueryTranspose {
 
 /// How those register tiles are transposed (MLIR's vector.transpose lowerings).
 enum class TransposeLowering {
-  Shuffle16x16, ///< the 16 x 16 shuffle network (other shapes: element by element)
+  Shuffle16x16, ///< the 16 x 16 shuffle network (other shapes: as Shuffle1D)
   Shuffle1D,    ///< one shuffle per row
   Elements,     ///< one element move each
 };
