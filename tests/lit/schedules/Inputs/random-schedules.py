@@ -25,6 +25,7 @@ LAYERS = {
     "cross_masked": (["--model-dim", "64", "--heads", "2", "--head-dim", "40", "--batch", "2",
                       "--seq", "11", "--cross", "--kv-seq", "29", "--kv-dim", "48", "--no-bias",
                       "--kv-lens", "29,7"], []),
+    "bf16_self": (["--model-dim", "96", "--heads", "2", "--batch", "2", "--seq", "21"], []),
 }
 
 
