@@ -100,25 +100,12 @@ LogicalResult lowerMhaToLinalg(ModuleOp module, const LayerSchedules &schedules,
   });
 }
 
-/// Applies a transform script (a module holding `@__transform_main`) to `payload`.
-static LogicalResult applyTransformScript(Operation *payload, const std::string &text) {
-  OwningOpRef<ModuleOp> script = parseSourceString<ModuleOp>(text, payload->getContext());
-  if (!script)
-    return failure();
-  auto entry = transform::detail::findTransformEntryPoint(
-      payload, *script, transform::TransformDialect::kTransformEntryPointSymbolName);
-  if (!entry)
-    return payload->emitError("the schedule has no @__transform_main");
-  return transform::applyTransformNamedSequence(payload, entry, *script,
-                                                transform::TransformOptions());
-}
-
-/// Applies the script `build` makes of each scheduled function's schedule to that function.
+/// Applies `apply` (one of TransformScripts.h) to each scheduled function, with its schedule.
 static LogicalResult applyToEachFunction(ModuleOp module, const LayerSchedules &schedules,
-                                         std::string (*build)(const Schedule &)) {
+                                         LogicalResult (*apply)(Operation *, const Schedule &)) {
   for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
     if (const Schedule *schedule = scheduleOf(func, schedules))
-      if (failed(applyTransformScript(func, build(*schedule))))
+      if (failed(apply(func, *schedule)))
         return failure();
   return success();
 }
@@ -140,7 +127,7 @@ static LogicalResult bufferize(ModuleOp module) {
 }
 
 LogicalResult applyTilingSchedules(ModuleOp module, const LayerSchedules &schedules) {
-  return applyToEachFunction(module, schedules, buildTilingScript);
+  return applyToEachFunction(module, schedules, applyTilingScript);
 }
 
 LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const LayerSchedules &schedules) {
@@ -150,7 +137,7 @@ LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const LayerSchedules &sc
       failed(bufferize(module)) ||
       // Tiles written back where they were read leave self-copies until CSE merges views.
       failed(runPipeline(module, "canonicalize, cse, canonicalize")) ||
-      failed(applyToEachFunction(module, schedules, buildVectorLoweringScript)))
+      failed(applyToEachFunction(module, schedules, applyVectorLoweringScript)))
     return failure();
   return runPipeline(
       module,

@@ -1,7 +1,9 @@
 //===- TransformScripts.h - a schedule's transform-dialect scripts -*- C++ -*-===//
 //
 // Part of mhac. The projections' tiles, fusion and vectorization, and the lowering of the
-// vector code, as transform-dialect scripts built from a schedule.
+// vector code, are transform-dialect libraries in compiler/schedules/transforms, compiled in;
+// a schedule's knobs reach them as !transform.param values and as the choice of entry point,
+// never as text spliced into a script.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,18 +12,21 @@
 
 #include "compiler/schedules/Schedule.h"
 
-#include <string>
+#include "mlir/IR/Operation.h"
+#include "mlir/Support/LLVM.h"
 
 namespace mhac {
 
-/// The transform-dialect script that tiles and vectorizes the linalg form of a layer (on
-/// tensors, before bufferization): a module holding `@__transform_main`.
-std::string buildTilingScript(const Schedule &schedule);
+/// Tiles and vectorizes the linalg form of a function (a layer or its preparation function),
+/// on tensors before bufferization: transforms/tiling.mlir with the schedule's tiles.
+mlir::LogicalResult applyTilingScript(mlir::Operation *function, const Schedule &schedule);
 
-/// The transform-dialect script that finishes the vector code after bufferization: keeps the
-/// register tiles' accumulators in registers across the reduction loop, lowers the vector
-/// ops to the forms LLVM handles best and unrolls the panel register tiles' reductions.
-std::string buildVectorLoweringScript(const Schedule &schedule);
+/// Finishes a function's vector code after bufferization: keeps the register tiles'
+/// accumulators in registers across the reduction loop, lowers the vector ops to the forms
+/// LLVM handles best (transforms/vector_lowering.mlir, the entry of the schedule's transpose
+/// lowering) and unrolls the panel register tiles' reductions.
+mlir::LogicalResult applyVectorLoweringScript(mlir::Operation *function,
+                                              const Schedule &schedule);
 
 } // namespace mhac
 
