@@ -59,20 +59,26 @@ static const Schedule *scheduleOf(func::FuncOp func, const LayerSchedules &sched
   return it == schedules.end() ? nullptr : &it->second;
 }
 
-/// Runs `build`'s passes on every scheduled function of `module`, with its schedule.
-static LogicalResult runOnEachFunction(
-    ModuleOp module, const LayerSchedules &schedules,
-    function_ref<void(OpPassManager &, const Schedule &)> build) {
-  for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
-    const Schedule *schedule = scheduleOf(func, schedules);
-    if (!schedule)
-      continue;
-    PassManager pm(module.getContext(), func::FuncOp::getOperationName());
-    build(pm, *schedule);
-    if (failed(pm.run(func)))
-      return failure();
-  }
+/// Calls `apply` on every scheduled function of `module` with its schedule, until one fails.
+static LogicalResult
+forEachScheduledFunction(ModuleOp module, const LayerSchedules &schedules,
+                         function_ref<LogicalResult(func::FuncOp, const Schedule &)> apply) {
+  for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+    if (const Schedule *schedule = scheduleOf(func, schedules))
+      if (failed(apply(func, *schedule)))
+        return failure();
   return success();
+}
+
+/// Runs `build`'s passes on every scheduled function of `module`, with its schedule.
+static LogicalResult
+runOnEachFunction(ModuleOp module, const LayerSchedules &schedules,
+                  function_ref<void(OpPassManager &, const Schedule &)> build) {
+  return forEachScheduledFunction(module, schedules, [&](func::FuncOp func, const Schedule &s) {
+    PassManager pm(module.getContext(), func::FuncOp::getOperationName());
+    build(pm, s);
+    return pm.run(func);
+  });
 }
 
 LogicalResult lowerMhaToLinalg(ModuleOp module, const LayerSchedules &schedules,
@@ -80,8 +86,7 @@ LogicalResult lowerMhaToLinalg(ModuleOp module, const LayerSchedules &schedules,
   if (failed(runOnEachFunction(module, schedules, [](OpPassManager &pm, const Schedule &s) {
         const ProjectionSchedule &p = s.projection;
         pm.addPass(createConvertMhaToLinalg(ConvertMhaToLinalgOptions{
-            p.registerCols, p.splitLastCacheTile ? p.registerRows : 0, p.cacheRows,
-            p.rowPadding}));
+            p.registerCols, p.splitLastCacheTile ? p.registerRows : 0, p.cacheRows, p.rowPadding}));
       })))
     return failure();
   PassManager pm(module.getContext());
@@ -92,22 +97,19 @@ LogicalResult lowerMhaToLinalg(ModuleOp module, const LayerSchedules &schedules,
     const AttentionSchedule &a = s.attention;
     pm.addPass(createConvertMhaAttentionToLoops(ConvertMhaAttentionToLoopsOptions{
         a.queryBlock, a.groupedQueryBlock, a.keyBlock, target.lanes(), a.scoreTileKeys,
-        a.scoreTileVectors,
-        a.valueTileRows, a.valueTileVectors, a.queryTranspose == QueryTranspose::Tiles,
-        a.keyPrefetchDistance, a.prefetchValues, a.prefetchNextBlock}));
+        a.scoreTileVectors, a.valueTileRows, a.valueTileVectors,
+        a.queryTranspose == QueryTranspose::Tiles, a.keyPrefetchDistance, a.prefetchValues,
+        a.prefetchNextBlock}));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   });
 }
 
-/// Applies `apply` (one of TransformScripts.h) to each scheduled function, with its schedule.
+/// Applies a script of TransformScripts.h to every scheduled function, with its schedule.
 static LogicalResult applyToEachFunction(ModuleOp module, const LayerSchedules &schedules,
                                          LogicalResult (*apply)(Operation *, const Schedule &)) {
-  for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
-    if (const Schedule *schedule = scheduleOf(func, schedules))
-      if (failed(apply(func, *schedule)))
-        return failure();
-  return success();
+  return forEachScheduledFunction(
+      module, schedules, [&](func::FuncOp func, const Schedule &s) { return apply(func, s); });
 }
 
 /// One-shot bufferization of the whole module, functions' boundaries included (buffers there

@@ -281,10 +281,6 @@ std::vector<Constraint> makeConstraints() {
   };
 }
 
-bool involves(const Constraint &constraint, KnobId id) {
-  return std::find(constraint.knobs.begin(), constraint.knobs.end(), id) != constraint.knobs.end();
-}
-
 } // namespace
 
 const std::vector<Knob> &knobs() {
@@ -306,6 +302,10 @@ std::optional<std::string_view> closestKnobName(std::string_view name) {
   for (const Knob &k : knobs())
     names.push_back(k.name);
   return closestName(name, names);
+}
+
+bool Constraint::involves(KnobId id) const {
+  return std::find(knobs.begin(), knobs.end(), id) != knobs.end();
 }
 
 const std::vector<Constraint> &constraints() {
@@ -354,7 +354,7 @@ const Constraint *firstViolation(const Schedule &schedule, const KnobContext &co
   for (const Constraint &constraint : constraints()) {
     if (constraint.needsLayer && !context.layer)
       continue;
-    if (only && !involves(constraint, *only))
+    if (only && !constraint.involves(*only))
       continue;
     if (!constraint.holds(schedule, context))
       return &constraint;

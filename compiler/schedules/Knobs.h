@@ -80,6 +80,8 @@ struct Constraint {
   std::function<bool(const Schedule &, const KnobContext &)> holds;
   /// Why a schedule breaks the rule, naming the knobs and their values.
   std::function<std::string(const Schedule &, const KnobContext &)> explain;
+
+  bool involves(KnobId id) const;
 };
 
 /// The knobs, in KnobId order.

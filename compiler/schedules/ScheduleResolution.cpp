@@ -84,8 +84,7 @@ private:
 
   bool holdsSettledRules(KnobId id) const {
     for (const Constraint &constraint : constraints()) {
-      bool applies =
-          std::find(constraint.knobs.begin(), constraint.knobs.end(), id) != constraint.knobs.end();
+      bool applies = constraint.involves(id);
       for (KnobId other : constraint.knobs)
         applies =
             applies && (other == id || settled_.count(other) || &constraint == alwaysChecked_);

@@ -34,9 +34,8 @@ constexpr TransformLibrary kTransformLibraries[] = {
 OwningOpRef<ModuleOp> parseLibrary(std::string_view name, Operation *function) {
   for (const TransformLibrary &library : kTransformLibraries)
     if (library.name == name)
-      return parseSourceString<ModuleOp>(
-          llvm::StringRef(library.text.data(), library.text.size()),
-          ParserConfig(function->getContext()), name);
+      return parseSourceString<ModuleOp>(llvm::StringRef(library.text.data(), library.text.size()),
+                                         ParserConfig(function->getContext()), name);
   return nullptr;
 }
 
@@ -57,8 +56,7 @@ LogicalResult applyLibrary(std::string_view name, StringRef entry, Operation *fu
   for (int64_t param : params)
     bindings.push_back(ArrayRef<transform::MappedValue>{builder.getI64IntegerAttr(param)});
   return transform::applyTransformNamedSequence(
-      std::move(bindings),
-      cast<transform::TransformOpInterface>(sequence.getOperation()), *library,
+      std::move(bindings), cast<transform::TransformOpInterface>(sequence.getOperation()), *library,
       transform::TransformOptions());
 }
 
@@ -88,8 +86,8 @@ LogicalResult applyTilingScript(Operation *function, const Schedule &schedule) {
 }
 
 LogicalResult applyVectorLoweringScript(Operation *function, const Schedule &schedule) {
-  if (failed(applyLibrary("vector_lowering",
-                          transposeEntry(schedule.attention.transposeLowering), function, {})))
+  if (failed(applyLibrary("vector_lowering", transposeEntry(schedule.attention.transposeLowering),
+                          function, {})))
     return failure();
   // LLVM does not unroll a reduction loop of a dozen FMAs by itself; the schedule does, where
   // it asks to (a remainder loop is left where the factor does not divide).

@@ -25,8 +25,7 @@ mlir::LogicalResult applyTilingScript(mlir::Operation *function, const Schedule 
 /// accumulators in registers across the reduction loop, lowers the vector ops to the forms
 /// LLVM handles best (transforms/vector_lowering.mlir, the entry of the schedule's transpose
 /// lowering) and unrolls the panel register tiles' reductions.
-mlir::LogicalResult applyVectorLoweringScript(mlir::Operation *function,
-                                              const Schedule &schedule);
+mlir::LogicalResult applyVectorLoweringScript(mlir::Operation *function, const Schedule &schedule);
 
 } // namespace mhac
 

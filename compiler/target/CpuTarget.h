@@ -30,11 +30,25 @@ struct CpuTarget {
   int64_t l1Bytes = 32 * 1024;
   int64_t l2Bytes = 1024 * 1024;
 
+  /// Sets the vector unit: `bits` wide (256: AVX2's 16 ymm; 512: AVX-512's 32 zmm).
+  void setVectorBits(unsigned bits) {
+    vectorBits = bits;
+    vectorRegisters = bits == 512 ? 32 : 16;
+  }
   /// f32 lanes of one vector register.
   int64_t lanes() const { return vectorBits / 32; }
   /// The kind of vector unit, which selects the default schedule: "avx2" or "avx512".
   const char *vectorKind() const { return vectorBits == 512 ? "avx512" : "avx2"; }
 };
+
+/// The facts of x86-64-v3 (`vectorBits` 256) or x86-64-v4 (512) that schedules read, for tools
+/// and tests that need no LLVM (resolveCpuTarget gives the whole target).
+inline CpuTarget genericCpuTarget(unsigned vectorBits) {
+  CpuTarget target;
+  target.name = vectorBits == 512 ? "x86-64-v4" : "x86-64-v3";
+  target.setVectorBits(vectorBits);
+  return target;
+}
 
 } // namespace mhac
 

@@ -32,8 +32,7 @@ CpuTarget cpuTarget(StringRef name, StringRef cpu, const StringMap<bool> &cpuFea
   for (const auto &feature : cpuFeatures)
     features.AddFeature(feature.getKey(), feature.getValue());
   bool avx512 = cpuFeatures.lookup("avx512f");
-  target.vectorBits = avx512 ? 512 : 256;
-  target.vectorRegisters = avx512 ? 32 : 16;
+  target.setVectorBits(avx512 ? 512 : 256);
   if (avx512)
     features.AddFeature("prefer-256-bit", false);
   if (avx512 && cpu.starts_with("znver"))

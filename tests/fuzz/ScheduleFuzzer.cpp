@@ -91,12 +91,7 @@ void fuzzTarget(const mhac::SourceFile &file, const mhac::CpuTarget &target) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mhac::SourceFile file("fuzz.sched", std::string(reinterpret_cast<const char *>(data), size));
-  for (unsigned bits : {256u, 512u}) {
-    mhac::CpuTarget target;
-    target.name = bits == 512 ? "x86-64-v4" : "x86-64-v3";
-    target.vectorBits = bits;
-    target.vectorRegisters = bits == 512 ? 32 : 16;
-    fuzzTarget(file, target);
-  }
+  for (unsigned bits : {256u, 512u})
+    fuzzTarget(file, mhac::genericCpuTarget(bits));
   return 0;
 }

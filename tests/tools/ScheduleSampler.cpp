@@ -64,10 +64,7 @@ int main(int argc, char **argv) {
   if (!layers)
     return 1;
 
-  CpuTarget target;
-  target.name = vectorBits == 512 ? "x86-64-v4" : "x86-64-v3";
-  target.vectorBits = vectorBits;
-  target.vectorRegisters = vectorBits == 512 ? 32 : 16;
+  CpuTarget target = genericCpuTarget(vectorBits);
   std::mt19937_64 random(seed);
   std::vector<std::pair<std::string, Schedule>> schedules;
   for (const LayerSpec &layer : *layers) {

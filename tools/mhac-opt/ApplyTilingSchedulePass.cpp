@@ -37,10 +37,7 @@ struct ApplyTilingSchedulePass : PassWrapper<ApplyTilingSchedulePass, OperationP
       getOperation().emitError("vector-bits must be 256 (AVX2) or 512 (AVX-512)");
       return signalPassFailure();
     }
-    CpuTarget target;
-    target.name = vectorBits == 512 ? "x86-64-v4" : "x86-64-v3";
-    target.vectorBits = vectorBits;
-    target.vectorRegisters = vectorBits == 512 ? 32 : 16;
+    CpuTarget target = genericCpuTarget(vectorBits);
     LayerSchedules schedules;
     for (auto func : getOperation().getOps<func::FuncOp>())
       schedules.emplace(func.getSymName().str(), targetDefaults(target));

@@ -14,13 +14,7 @@
 namespace mhac {
 namespace {
 
-CpuTarget makeTarget(unsigned vectorBits) {
-  CpuTarget target;
-  target.name = vectorBits == 512 ? "x86-64-v4" : "x86-64-v3";
-  target.vectorBits = vectorBits;
-  target.vectorRegisters = vectorBits == 512 ? 32 : 16;
-  return target;
-}
+CpuTarget makeTarget(unsigned vectorBits) { return genericCpuTarget(vectorBits); }
 
 LayerSpec makeLayer(int64_t modelDim, int64_t heads, int64_t headDim, int64_t kvHeads,
                     int64_t seq) {
@@ -102,8 +96,7 @@ TEST_P(Defaults, FitEveryLayer) {
         LayerSpec layer = makeLayer(headDim * 2 * group, 2 * group, headDim, 2, seq);
         ScheduleResolution resolution = resolveSchedule(layer, target, nullptr, nullptr);
         ASSERT_TRUE(resolution.schedule)
-            << "Dh " << headDim << " group " << group << " seq " << seq << ": "
-            << resolution.error;
+            << "Dh " << headDim << " group " << group << " seq " << seq << ": " << resolution.error;
         EXPECT_EQ(firstViolation(*resolution.schedule, KnobContext{target, &layer}), nullptr);
       }
 }
