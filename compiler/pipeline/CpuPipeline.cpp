@@ -35,9 +35,17 @@ void registerCpuPipelineDialects(DialectRegistry &registry) {
   registry.insert<mha::MhaDialect>();
 }
 
+/// Runs `pm` on `op` after `setup`.
+static LogicalResult run(PassManager &pm, Operation *op, const PassManagerSetup &setup) {
+  if (setup && failed(setup(pm)))
+    return failure();
+  return pm.run(op);
+}
+
 /// Runs a textual pass pipeline (without the outer `builtin.module(...)`: with it, the passes
 /// are silently not run) on `module`.
-static LogicalResult runPipeline(ModuleOp module, StringRef pipeline) {
+static LogicalResult runPipeline(ModuleOp module, StringRef pipeline,
+                                 const PassManagerSetup &setup) {
   // Textual pipelines name passes through the global registry.
   static std::once_flag registered;
   std::call_once(registered, [] {
@@ -47,7 +55,7 @@ static LogicalResult runPipeline(ModuleOp module, StringRef pipeline) {
   PassManager pm(module.getContext());
   if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
     return failure();
-  return pm.run(module);
+  return run(pm, module, setup);
 }
 
 /// The schedule of a function of a lowered module: its layer's, or null for a function that
@@ -72,18 +80,18 @@ forEachScheduledFunction(ModuleOp module, const LayerSchedules &schedules,
 
 /// Runs `build`'s passes on every scheduled function of `module`, with its schedule.
 static LogicalResult
-runOnEachFunction(ModuleOp module, const LayerSchedules &schedules,
+runOnEachFunction(ModuleOp module, const LayerSchedules &schedules, const PassManagerSetup &setup,
                   function_ref<void(OpPassManager &, const Schedule &)> build) {
   return forEachScheduledFunction(module, schedules, [&](func::FuncOp func, const Schedule &s) {
     PassManager pm(module.getContext(), func::FuncOp::getOperationName());
     build(pm, s);
-    return pm.run(func);
+    return run(pm, func, setup);
   });
 }
 
 LogicalResult lowerMhaToLinalg(ModuleOp module, const LayerSchedules &schedules,
-                               const CpuTarget &target) {
-  if (failed(runOnEachFunction(module, schedules, [](OpPassManager &pm, const Schedule &s) {
+                               const CpuTarget &target, const PassManagerSetup &setup) {
+  if (failed(runOnEachFunction(module, schedules, setup, [](OpPassManager &pm, const Schedule &s) {
         const ProjectionSchedule &p = s.projection;
         pm.addPass(createConvertMhaToLinalg(ConvertMhaToLinalgOptions{
             p.registerCols, p.splitLastCacheTile ? p.registerRows : 0, p.cacheRows, p.rowPadding}));
@@ -91,9 +99,9 @@ LogicalResult lowerMhaToLinalg(ModuleOp module, const LayerSchedules &schedules,
     return failure();
   PassManager pm(module.getContext());
   pm.addPass(createSplitWeightPreparation());
-  if (failed(pm.run(module)))
+  if (failed(run(pm, module, setup)))
     return failure();
-  return runOnEachFunction(module, schedules, [&](OpPassManager &pm, const Schedule &s) {
+  return runOnEachFunction(module, schedules, setup, [&](OpPassManager &pm, const Schedule &s) {
     const AttentionSchedule &a = s.attention;
     pm.addPass(createConvertMhaAttentionToLoops(ConvertMhaAttentionToLoopsOptions{
         a.queryBlock, a.groupedQueryBlock, a.keyBlock, target.lanes(), a.scoreTileKeys,
@@ -132,13 +140,16 @@ LogicalResult applyTilingSchedules(ModuleOp module, const LayerSchedules &schedu
   return applyToEachFunction(module, schedules, applyTilingScript);
 }
 
-LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const LayerSchedules &schedules) {
+LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const LayerSchedules &schedules,
+                                       const PassManagerSetup &setup) {
   if (failed(applyTilingSchedules(module, schedules)) ||
-      failed(runPipeline(module, "canonicalize, cse, mhac-layer-results-to-out-arguments,"
-                                 "eliminate-empty-tensors")) ||
+      failed(runPipeline(module,
+                         "canonicalize, cse, mhac-layer-results-to-out-arguments,"
+                         "eliminate-empty-tensors",
+                         setup)) ||
       failed(bufferize(module)) ||
       // Tiles written back where they were read leave self-copies until CSE merges views.
-      failed(runPipeline(module, "canonicalize, cse, canonicalize")) ||
+      failed(runPipeline(module, "canonicalize, cse, canonicalize", setup)) ||
       failed(applyToEachFunction(module, schedules, applyVectorLoweringScript)))
     return failure();
   return runPipeline(
@@ -157,7 +168,8 @@ LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const LayerSchedules &sc
       // conversions per output element cost nothing next to the FMAs that produced them.
       "arith-expand{include-bf16=true}, convert-arith-to-llvm,"
       "convert-cf-to-llvm, convert-func-to-llvm, convert-index-to-llvm, convert-ub-to-llvm,"
-      "reconcile-unrealized-casts, mhac-bf16-as-i16, canonicalize");
+      "reconcile-unrealized-casts, mhac-bf16-as-i16, canonicalize",
+      setup);
 }
 
 } // namespace mhac

@@ -1,7 +1,8 @@
 //===- CommandLine.h - the options of mhac ----------------------*- C++ -*-===//
 //
-// Part of mhac. A hand-written parser, so that `mhac --help` lists mhac's options and nothing
-// that LLVM's global option registry would add.
+// Part of mhac. The command line is llvm::cl with one subcommand per action, as LLVM's tools
+// have it, so that MLIR's own debugging options (--mlir-print-ir-after-all, --mlir-timing, ...)
+// work in `mhac compile` as they do in mlir-opt.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,21 +25,12 @@ struct CompileOptions {
   std::string outputName;
   std::string target = "host";
   std::string schedulePath; ///< a schedule file; empty: the target's defaults
-  bool shared = false; ///< write NAME.so instead of NAME.o
+  bool shared = false;      ///< write NAME.so instead of NAME.o
 };
 
-/// What the command line asks for.
-struct Invocation {
-  enum class Action { Help, Version, Compile };
-  Action action = Action::Help;
-  CompileOptions compile;
-};
-
-/// Parses `argv`. On a misuse prints one line to stderr and returns nothing.
-std::optional<Invocation> parseCommandLine(int argc, char **argv);
-
-/// The text of `mhac --help`.
-const char *helpText();
+/// Parses `argv`. `--help` and `--version` print and exit inside llvm::cl. On a misuse prints
+/// one line and a pointer to `--help` to stderr and returns nothing.
+std::optional<CompileOptions> parseCommandLine(int argc, char **argv);
 
 } // namespace mhac
 

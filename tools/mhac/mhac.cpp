@@ -22,8 +22,9 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
-#include "llvm/Config/llvm-config.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
@@ -148,6 +149,12 @@ private:
 };
 
 static int compile(const CompileOptions &options) {
+  // --mlir-timing reports the whole compilation: each stage below is a scope of its own, and the
+  // pass managers nest under the lowering stages.
+  mlir::DefaultTimingManager timing;
+  mlir::applyDefaultTimingManagerCLOptions(timing);
+  mlir::TimingScope rootScope = timing.getRootScope();
+  mlir::TimingScope frontendScope = rootScope.nest("front end (parse, check)");
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(options.inputPath, /*IsText=*/false,
                                                    /*RequiresNullTerminator=*/false);
   if (std::error_code error = buffer.getError())
@@ -161,6 +168,7 @@ static int compile(const CompileOptions &options) {
       diags.hasErrors() ? std::nullopt : analyzeModule(ast, diags);
   if (!layers)
     return kFailure;
+  frontendScope.stop();
   std::optional<EmitOutput> emitted;
   if (options.emit) {
     emitted.emplace(options);
@@ -207,16 +215,28 @@ static int compile(const CompileOptions &options) {
     return fail("internal error: cannot read the interface of the layers");
   for (LayerABI &abi : *abis)
     abi.schedule = printScheduleBlock("layer", abi.name, schedules->at(abi.name));
-  if (mlir::failed(lowerMhaToLinalg(*module, *schedules, *target)))
+  mlir::TimingScope linalgScope = rootScope.nest("mha to linalg");
+  auto setup = [&](mlir::PassManager &pm) {
+    pm.enableTiming(linalgScope);
+    return mlir::applyPassManagerCLOptions(pm);
+  };
+  if (mlir::failed(lowerMhaToLinalg(*module, *schedules, *target, setup)))
     return fail("lowering to linalg failed");
+  linalgScope.stop();
   if (mlir::failed(readPreparedLayout(*module, *abis)))
     return fail("internal error: cannot read the layout of the prepared parameters");
   if (options.emit == EmitStage::Linalg) {
     module->print(emitted->os(), printFlags);
     return emitted->done();
   }
-  if (mlir::failed(lowerLinalgToLLVMDialect(*module, *schedules)))
+  mlir::TimingScope llvmDialectScope = rootScope.nest("linalg to the LLVM dialect");
+  auto llvmDialectSetup = [&](mlir::PassManager &pm) {
+    pm.enableTiming(llvmDialectScope);
+    return mlir::applyPassManagerCLOptions(pm);
+  };
+  if (mlir::failed(lowerLinalgToLLVMDialect(*module, *schedules, llvmDialectSetup)))
     return fail("lowering to the LLVM dialect failed");
+  llvmDialectScope.stop();
   if (options.emit == EmitStage::LLVMDialect) {
     module->print(emitted->os());
     return emitted->done();
@@ -225,15 +245,17 @@ static int compile(const CompileOptions &options) {
   auto machine = createTargetMachine(*target);
   if (!machine)
     return fail(llvm::toString(machine.takeError()));
+  mlir::TimingScope llvmScope = rootScope.nest("LLVM IR, optimized");
   llvm::LLVMContext llvmContext;
-  auto llvmModule =
-      translateAndOptimize(*module, *abis, **machine, target->tuneCpu, llvmContext);
+  auto llvmModule = translateAndOptimize(*module, *abis, **machine, target->tuneCpu, llvmContext);
   if (!llvmModule)
     return fail(llvm::toString(llvmModule.takeError()));
+  llvmScope.stop();
   if (options.emit == EmitStage::LLVMIR) {
     (*llvmModule)->print(emitted->os(), nullptr);
     return emitted->done();
   }
+  mlir::TimingScope machineCodeScope = rootScope.nest("machine code");
   if (options.emit == EmitStage::Assembly || options.emit == EmitStage::Object) {
     auto kind = options.emit == EmitStage::Assembly ? llvm::CodeGenFileType::AssemblyFile
                                                     : llvm::CodeGenFileType::ObjectFile;
@@ -281,18 +303,8 @@ static int compile(const CompileOptions &options) {
 }
 
 int main(int argc, char **argv) {
-  std::optional<Invocation> invocation = parseCommandLine(argc, argv);
-  if (!invocation)
+  std::optional<CompileOptions> options = parseCommandLine(argc, argv);
+  if (!options)
     return kUsageError;
-  switch (invocation->action) {
-  case Invocation::Action::Help:
-    fmt::print("{}", helpText());
-    return 0;
-  case Invocation::Action::Version:
-    fmt::print("mhac {} (LLVM/MLIR {})\n", MHAC_VERSION, LLVM_VERSION_STRING);
-    return 0;
-  case Invocation::Action::Compile:
-    return compile(invocation->compile);
-  }
-  return kUsageError;
+  return compile(*options);
 }
