@@ -22,8 +22,7 @@ namespace mhac {
 
 Expected<std::unique_ptr<Module>> translateAndOptimize(mlir::ModuleOp module,
                                                        ArrayRef<LayerABI> layers,
-                                                       TargetMachine &machine,
-                                                       StringRef tuneCpu,
+                                                       TargetMachine &machine, StringRef tuneCpu,
                                                        LLVMContext &context) {
   std::unique_ptr<Module> llvmModule = mlir::translateModuleToLLVMIR(module, context);
   if (!llvmModule)

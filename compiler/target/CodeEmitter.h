@@ -9,6 +9,7 @@
 
 #include "compiler/target/LayerABI.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CodeGen.h"
 #include "llvm/Support/Error.h"

@@ -7,9 +7,10 @@
 
 #include "compiler/target/EntryPoints.h"
 
+#include "compiler/target/LoweredLayer.h"
+
 #include "runtime/include/mhac/runtime.h"
 
-#include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
@@ -34,17 +35,28 @@ enum Status : int32_t {
 /// The byte offset of each field of mhac_layer, in order: the metadata built here must lay
 /// its fields out exactly there (checked against the module's data layout).
 constexpr size_t kLayerFieldOffsets[] = {
-    offsetof(mhac_layer, abi_version),   offsetof(mhac_layer, name),
-    offsetof(mhac_layer, dtype),         offsetof(mhac_layer, model_dim),
-    offsetof(mhac_layer, heads),         offsetof(mhac_layer, head_dim),
-    offsetof(mhac_layer, kv_heads),      offsetof(mhac_layer, kv_dim),
-    offsetof(mhac_layer, batch),         offsetof(mhac_layer, seq),
-    offsetof(mhac_layer, kv_seq),        offsetof(mhac_layer, cross),
-    offsetof(mhac_layer, causal),        offsetof(mhac_layer, kv_lens),
-    offsetof(mhac_layer, bias),          offsetof(mhac_layer, scale),
-    offsetof(mhac_layer, num_tensors),   offsetof(mhac_layer, run_packed),
-    offsetof(mhac_layer, prepared_bytes), offsetof(mhac_layer, prepare_packed),
-    offsetof(mhac_layer, run_prepared_packed), offsetof(mhac_layer, cpu_features),
+    offsetof(mhac_layer, abi_version),
+    offsetof(mhac_layer, name),
+    offsetof(mhac_layer, dtype),
+    offsetof(mhac_layer, model_dim),
+    offsetof(mhac_layer, heads),
+    offsetof(mhac_layer, head_dim),
+    offsetof(mhac_layer, kv_heads),
+    offsetof(mhac_layer, kv_dim),
+    offsetof(mhac_layer, batch),
+    offsetof(mhac_layer, seq),
+    offsetof(mhac_layer, kv_seq),
+    offsetof(mhac_layer, cross),
+    offsetof(mhac_layer, causal),
+    offsetof(mhac_layer, kv_lens),
+    offsetof(mhac_layer, bias),
+    offsetof(mhac_layer, scale),
+    offsetof(mhac_layer, num_tensors),
+    offsetof(mhac_layer, run_packed),
+    offsetof(mhac_layer, prepared_bytes),
+    offsetof(mhac_layer, prepare_packed),
+    offsetof(mhac_layer, run_prepared_packed),
+    offsetof(mhac_layer, cpu_features),
     offsetof(mhac_layer, schedule),
 };
 
@@ -92,11 +104,11 @@ private:
 
 std::vector<RuntimeSize> EntryPointBuilder::runtimeSizes() const {
   std::vector<RuntimeSize> sizes;
-  if (mlir::ShapedType::isDynamic(layer_.batch))
+  if (layer_.batch == kDynamicSize)
     sizes.push_back(RuntimeSize::Batch);
-  if (mlir::ShapedType::isDynamic(layer_.seq))
+  if (layer_.seq == kDynamicSize)
     sizes.push_back(RuntimeSize::Seq);
-  if (layer_.cross && mlir::ShapedType::isDynamic(layer_.kvSeq))
+  if (layer_.cross && layer_.kvSeq == kDynamicSize)
     sizes.push_back(RuntimeSize::KvSeq);
   return sizes;
 }
@@ -137,8 +149,8 @@ void EntryPointBuilder::appendDescriptor(IRBuilder<> &b, SmallVectorImpl<Value *
 
 Function *EntryPointBuilder::buildEntry(EntryKind kind) {
   std::vector<int> pointers = entryPointers(layer_, kind);
-  std::vector<RuntimeSize> sizes = kind == EntryKind::Prepare ? std::vector<RuntimeSize>{}
-                                                              : runtimeSizes();
+  std::vector<RuntimeSize> sizes =
+      kind == EntryKind::Prepare ? std::vector<RuntimeSize>{} : runtimeSizes();
 
   const char *suffix = kind == EntryKind::Run       ? "_run"
                        : kind == EntryKind::Prepare ? "_prepare"
@@ -146,7 +158,8 @@ Function *EntryPointBuilder::buildEntry(EntryKind kind) {
   SmallVector<Type *> params(pointers.size(), ptr_);
   params.append(sizes.size(), i64_);
   auto *type = FunctionType::get(i32_, params, false);
-  Function *fn = Function::Create(type, GlobalValue::ExternalLinkage, layer_.name + suffix, module_);
+  Function *fn =
+      Function::Create(type, GlobalValue::ExternalLinkage, layer_.name + suffix, module_);
   IRBuilder<> b(BasicBlock::Create(ctx_, "entry", fn));
 
   Value *prepared = nullptr;
@@ -178,7 +191,7 @@ Function *EntryPointBuilder::buildEntry(EntryKind kind) {
     returnIf(b, bad, kBadSize);
   }
   auto dimension = [&](const TensorABI &tensor, size_t d) -> Value * {
-    if (!mlir::ShapedType::isDynamic(tensor.shape[d]))
+    if (tensor.shape[d] != kDynamicSize)
       return b.getInt64(tensor.shape[d]);
     RuntimeSize which = tensor.dynamicAs[d];
     // A self-attention layer's keys have the queries' length.
@@ -195,8 +208,7 @@ Function *EntryPointBuilder::buildEntry(EntryKind kind) {
       Value *elements = ConstantFP::get(b.getDoubleTy(), 1.0);
       for (size_t d = 0; d < tensor.shape.size(); ++d)
         elements = b.CreateFMul(elements, b.CreateSIToFP(dimension(tensor, d), b.getDoubleTy()));
-      returnIf(b,
-               b.CreateFCmpOGT(elements, ConstantFP::get(b.getDoubleTy(), double(kMaxElements))),
+      returnIf(b, b.CreateFCmpOGT(elements, ConstantFP::get(b.getDoubleTy(), double(kMaxElements))),
                kBadSize);
     }
 
@@ -217,8 +229,7 @@ Function *EntryPointBuilder::buildEntry(EntryKind kind) {
       index->addIncoming(b.getInt64(0), header);
       Value *len = b.CreateLoad(i32_, b.CreateGEP(i32_, tensorPointer[i], index));
       Value *len64 = b.CreateSExt(len, i64_);
-      Value *bad =
-          b.CreateOr(b.CreateICmpSLT(len64, b.getInt64(0)), b.CreateICmpSGT(len64, kvSeq));
+      Value *bad = b.CreateOr(b.CreateICmpSLT(len64, b.getInt64(0)), b.CreateICmpSGT(len64, kvSeq));
       returnIf(b, bad, kBadKvLens);
       Value *nextIndex = b.CreateAdd(index, b.getInt64(1));
       index->addIncoming(nextIndex, b.GetInsertBlock());
@@ -296,8 +307,8 @@ Function *EntryPointBuilder::buildPacked(EntryKind kind, Function *entry) {
     sizes->setName("sizes");
   IRBuilder<> b(BasicBlock::Create(ctx_, "entry", packed));
   returnIf(b, b.CreateIsNull(tensors), kNullPointer);
-  std::vector<RuntimeSize> runtime = kind == EntryKind::Prepare ? std::vector<RuntimeSize>{}
-                                                                : runtimeSizes();
+  std::vector<RuntimeSize> runtime =
+      kind == EntryKind::Prepare ? std::vector<RuntimeSize>{} : runtimeSizes();
   if (!runtime.empty())
     returnIf(b, b.CreateIsNull(sizes), kInvalidArgument);
 
@@ -327,7 +338,7 @@ Error EntryPointBuilder::buildMetadata(Function *runPacked, Function *preparePac
   Type *f32 = Type::getFloatTy(ctx_);
   StructType *layerType =
       StructType::get(ctx_, {i32_, ptr_, i32_, i64_, i64_, i64_, i64_, i64_, i64_, i64_, i64_, i32_,
-                             i32_, i32_, i32_, f32, i32_, ptr_, i64_, ptr_, ptr_, ptr_, ptr_});
+                             i32_, i32_, i32_, f32,  i32_, ptr_, i64_, ptr_, ptr_, ptr_, ptr_});
   const StructLayout *layout = module_.getDataLayout().getStructLayout(layerType);
   if (layerType->getNumElements() != std::size(kLayerFieldOffsets))
     return createStringError(inconvertibleErrorCode(),
@@ -340,7 +351,7 @@ Error EntryPointBuilder::buildMetadata(Function *runPacked, Function *preparePac
                                "mhac/runtime.h but %zu in the generated metadata",
                                field, offset, size_t(layout->getElementOffset(field)));
   auto size = [&](int64_t value) {
-    return ConstantInt::get(i64_, mlir::ShapedType::isDynamic(value) ? -1 : value);
+    return ConstantInt::get(i64_, value == kDynamicSize ? MHAC_DYNAMIC : value);
   };
   auto flag = [&](bool value) { return ConstantInt::get(i32_, value ? 1 : 0); };
   Constant *fields[] = {
@@ -415,9 +426,9 @@ Error addEntryPoints(Module &module, ArrayRef<LayerABI> layers, StringRef target
     if (feature.consume_front("+"))
       enabled.push_back(feature);
   Constant *features = ConstantDataArray::getString(ctx, join(enabled, ","));
-  auto *featuresGlobal = new GlobalVariable(module, features->getType(), /*isConstant=*/true,
-                                            GlobalValue::PrivateLinkage, features,
-                                            "mhac.cpu_features");
+  auto *featuresGlobal =
+      new GlobalVariable(module, features->getType(), /*isConstant=*/true,
+                         GlobalValue::PrivateLinkage, features, "mhac.cpu_features");
   std::vector<Constant *> list;
   for (const LayerABI &layer : layers) {
     EntryPointBuilder builder(module, layer, featuresGlobal);

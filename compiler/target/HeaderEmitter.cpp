@@ -8,7 +8,6 @@
 
 #include "runtime/include/mhac/runtime.h"
 
-#include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/Path.h"
 
 #include <fmt/format.h>
@@ -37,7 +36,7 @@ std::string formatShape(const LayerABI &layer, const TensorABI &tensor) {
   for (size_t d = 0; d < tensor.shape.size(); ++d) {
     if (d)
       text += ", ";
-    if (mlir::ShapedType::isDynamic(tensor.shape[d])) {
+    if (tensor.shape[d] == kDynamicSize) {
       RuntimeSize which = tensor.dynamicAs[d];
       text += sizeName(which == RuntimeSize::KvSeq && !layer.cross ? RuntimeSize::Seq : which);
     } else {
@@ -65,7 +64,7 @@ std::string describeTensor(const std::string &name) {
 }
 
 std::string formatSize(int64_t size) {
-  return mlir::ShapedType::isDynamic(size) ? "given at run time" : std::to_string(size);
+  return size == kDynamicSize ? "given at run time" : std::to_string(size);
 }
 
 /// Declares NAME_prepare, NAME_run_prepared and their packed forms.
@@ -107,8 +106,8 @@ void emitPrepared(std::string &out, const LayerABI &layer, const std::vector<std
     params.push_back("int64_t " + size);
   declare(layer.name + "_run_prepared", params);
   out += "/* The same with run_packed's array of tensors (entries not needed are not read). */\n";
-  out += fmt::format("int32_t {}_prepare_packed(void *const *tensors, void *prepared);\n",
-                     layer.name);
+  out +=
+      fmt::format("int32_t {}_prepare_packed(void *const *tensors, void *prepared);\n", layer.name);
   out += fmt::format("int32_t {}_run_prepared_packed(void *const *tensors, const void *prepared,\n"
                      "{}const mhac_sizes *sizes);\n\n",
                      layer.name, std::string(layer.name.size() + 29, ' '));
@@ -162,11 +161,11 @@ void emitLayer(std::string &out, const LayerABI &layer) {
     params.push_back(fmt::format("{}{} *{}", tensor.isOutput ? "" : "const ",
                                  tensor.isInt32 ? "int32_t" : element, tensor.name));
   std::vector<std::string> sizes;
-  if (mlir::ShapedType::isDynamic(layer.batch))
+  if (layer.batch == kDynamicSize)
     sizes.push_back("batch");
-  if (mlir::ShapedType::isDynamic(layer.seq))
+  if (layer.seq == kDynamicSize)
     sizes.push_back("seq");
-  if (layer.cross && mlir::ShapedType::isDynamic(layer.kvSeq))
+  if (layer.cross && layer.kvSeq == kDynamicSize)
     sizes.push_back("kv_seq");
   for (const std::string &size : sizes)
     params.push_back("int64_t " + size);

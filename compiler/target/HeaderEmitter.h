@@ -9,6 +9,8 @@
 
 #include "compiler/target/LayerABI.h"
 
+#include "llvm/ADT/ArrayRef.h"
+
 #include <string>
 
 namespace mhac {

@@ -6,21 +6,10 @@
 
 #include "compiler/target/LayerABI.h"
 
-#include "compiler/conversion/Passes.h"
-#include "dialects/mha/IR/MhaOps.h"
-
-using namespace mlir;
-
 namespace mhac {
 
 bool LayerABI::hasDynamicSizes() const {
-  return ShapedType::isDynamic(batch) || ShapedType::isDynamic(seq) || ShapedType::isDynamic(kvSeq);
-}
-
-std::string kernelSymbol(const LayerABI &layer) { return "mhac_kernel_" + layer.name; }
-
-std::string preparationSymbol(const LayerABI &layer) {
-  return (kPreparationPrefix + layer.name).str();
+  return batch == kDynamicSize || seq == kDynamicSize || kvSeq == kDynamicSize;
 }
 
 std::vector<int> entryPointers(const LayerABI &layer, EntryKind kind) {
@@ -41,126 +30,86 @@ std::vector<int> entryPointers(const LayerABI &layer, EntryKind kind) {
   return pointers;
 }
 
-/// Parameters start on a cache line of the prepared block.
-constexpr int64_t kPreparedAlignment = 64;
+namespace {
 
-LogicalResult readPreparedLayout(ModuleOp module, std::vector<LayerABI> &layers) {
-  for (LayerABI &layer : layers) {
-    auto prepare = module.lookupSymbol<func::FuncOp>(preparationSymbol(layer));
-    if (!prepare)
-      return module.emitError("no preparation function for layer '") << layer.name << "'";
-    ArrayRef<Type> prepared = prepare.getResultTypes();
-    int64_t offset = 0;
-    size_t next = 0;
-    for (TensorABI &tensor : layer.tensors) {
-      if (!tensor.isParameter)
-        continue;
-      auto type = next < prepared.size() ? dyn_cast<RankedTensorType>(prepared[next]) : nullptr;
-      if (!type || !type.hasStaticShape())
-        return prepare.emitError("prepared parameters do not match the layer's");
-      ++next;
-      tensor.preparedShape.assign(type.getShape().begin(), type.getShape().end());
-      tensor.preparedOffset = offset;
-      offset += llvm::alignTo(type.getNumElements() * type.getElementTypeBitWidth() / 8,
-                               kPreparedAlignment);
-    }
-    if (next != prepared.size())
-      return prepare.emitError("prepared parameters do not match the layer's");
-    layer.preparedBytes = offset;
+/// Appends the tensors of a layer to its ABI, in argument order.
+class TensorList {
+public:
+  explicit TensorList(LayerABI &layer) : layer_(layer) {}
+
+  /// An activation [batch, rows, width]: rows are the queries' (`seq`) or the keys' (`kv_seq`).
+  void activation(std::string name, RuntimeSize rows, int64_t rowCount, int64_t width) {
+    add(std::move(name), {layer_.batch, rowCount, width},
+        {RuntimeSize::Batch, rows, RuntimeSize::None});
   }
-  return success();
-}
 
-/// The name MLIRGen gave a value through its location (`loc("wq")`).
-static std::string nameOf(Value value) {
-  if (auto named = dyn_cast<NameLoc>(value.getLoc()))
-    return named.getName().str();
-  return "";
-}
+  /// The weight [outFeatures, inFeatures] of projection `prefix` and, when the layer has
+  /// them, its bias [outFeatures].
+  void projection(const char *prefix, int64_t outFeatures, int64_t inFeatures) {
+    add(std::string("w") + prefix, {outFeatures, inFeatures}, {}).isParameter = true;
+    if (layer_.bias)
+      add(std::string("b") + prefix, {outFeatures}, {}).isParameter = true;
+  }
 
-static TensorABI describeTensor(std::string name, RankedTensorType type,
-                                ArrayRef<RuntimeSize> roles) {
-  TensorABI tensor;
-  tensor.name = std::move(name);
-  tensor.shape.assign(type.getShape().begin(), type.getShape().end());
-  tensor.isInt32 = type.getElementType().isInteger(32);
-  for (int64_t i = 0; i < type.getRank(); ++i)
-    tensor.dynamicAs.push_back(type.isDynamicDim(i) && i < static_cast<int64_t>(roles.size())
-                                   ? roles[i]
-                                   : RuntimeSize::None);
-  return tensor;
-}
+  TensorABI &add(std::string name, std::vector<int64_t> shape, std::vector<RuntimeSize> dynamicAs) {
+    TensorABI &tensor = layer_.tensors.emplace_back();
+    tensor.name = std::move(name);
+    dynamicAs.resize(shape.size(), RuntimeSize::None);
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] != kDynamicSize)
+        dynamicAs[d] = RuntimeSize::None;
+    tensor.shape = std::move(shape);
+    tensor.dynamicAs = std::move(dynamicAs);
+    return tensor;
+  }
 
-static FailureOr<LayerABI> readLayerABI(func::FuncOp func) {
-  mha::AttentionOp attention;
-  SmallVector<mha::LinearOp> linears;
-  func.walk([&](Operation *op) {
-    if (auto a = dyn_cast<mha::AttentionOp>(op))
-      attention = a;
-    if (auto l = dyn_cast<mha::LinearOp>(op))
-      linears.push_back(l);
-  });
-  if (!attention || linears.size() != 4 || func.getNumResults() != 1 || func.getNumArguments() == 0)
-    return func.emitError("not an mhac layer: expected four mha.linear around one mha.attention");
+private:
+  LayerABI &layer_;
+};
 
-  auto keyProjection = attention.getKey().getDefiningOp<mha::LinearOp>();
-  auto outProjection = dyn_cast<mha::LinearOp>(*attention->getUsers().begin());
-  if (!keyProjection || !outProjection)
-    return func.emitError("not an mhac layer: attention must read and feed projections");
+} // namespace
 
+LayerABI describeLayer(const LayerSpec &spec) {
   LayerABI layer;
-  layer.name = func.getSymName().str();
-  auto xType = cast<RankedTensorType>(func.getArgument(0).getType());
-  auto memoryType = cast<RankedTensorType>(keyProjection.getInput().getType());
-  layer.bf16 = xType.getElementType().isBF16();
-  layer.modelDim = xType.getDimSize(2);
-  layer.heads = attention.getHeads();
-  layer.kvHeads = attention.getKvHeads();
-  layer.headDim = attention.getHeadDim();
-  layer.scale = attention.getScale().convertToFloat();
-  layer.causal = attention.getCausal();
-  layer.kvLens = static_cast<bool>(attention.getKvLens());
-  layer.bias = static_cast<bool>(keyProjection.getBias());
-  layer.cross = keyProjection.getInput() != func.getArgument(0);
-  layer.kvDim = memoryType.getDimSize(2);
-  layer.batch = xType.getDimSize(0);
-  layer.seq = xType.getDimSize(1);
-  layer.kvSeq = memoryType.getDimSize(1);
+  layer.name = spec.name;
+  layer.bf16 = spec.dtype == DType::BF16;
+  layer.modelDim = spec.modelDim;
+  layer.heads = spec.heads;
+  layer.headDim = spec.headDim;
+  layer.kvHeads = spec.kvHeads;
+  layer.kvDim = spec.kvDim;
+  layer.batch = spec.batch;
+  layer.seq = spec.seq;
+  layer.kvSeq = spec.kvSeq;
+  layer.cross = spec.cross;
+  layer.causal = spec.causal;
+  layer.kvLens = spec.kvLens;
+  layer.bias = spec.bias;
+  layer.scale = static_cast<float>(spec.scale);
 
-  const RuntimeSize activation[] = {RuntimeSize::Batch, RuntimeSize::Seq};
-  const RuntimeSize memory[] = {RuntimeSize::Batch, RuntimeSize::KvSeq};
-  for (BlockArgument arg : func.getArguments()) {
-    std::string name = nameOf(arg);
-    auto type = cast<RankedTensorType>(arg.getType());
-    ArrayRef<RuntimeSize> roles;
-    if (arg.getArgNumber() == 0)
-      roles = activation;
-    else if (layer.cross && arg == keyProjection.getInput())
-      roles = memory;
-    else if (layer.kvLens && arg == attention.getKvLens())
-      roles = ArrayRef<RuntimeSize>(activation).take_front(1);
-    layer.tensors.push_back(describeTensor(
-        name.empty() ? "arg" + std::to_string(arg.getArgNumber()) : name, type, roles));
-    layer.tensors.back().isParameter = llvm::any_of(linears, [&](mha::LinearOp linear) {
-      return arg == linear.getWeight() || arg == linear.getBias();
-    });
-  }
-  TensorABI out =
-      describeTensor("out", cast<RankedTensorType>(func.getResultTypes()[0]), activation);
-  out.isOutput = true;
-  layer.tensors.push_back(std::move(out));
+  int64_t queryWidth = spec.heads * spec.headDim;
+  int64_t kvWidth = spec.kvHeads * spec.headDim;
+  TensorList tensors(layer);
+  tensors.activation("x", RuntimeSize::Seq, spec.seq, spec.modelDim);
+  if (spec.cross)
+    tensors.activation("memory", RuntimeSize::KvSeq, spec.kvSeq, spec.kvDim);
+  tensors.projection("q", queryWidth, spec.modelDim);
+  tensors.projection("k", kvWidth, spec.kvDim);
+  tensors.projection("v", kvWidth, spec.kvDim);
+  // The output projection's weight follows the attention's inputs, in the order of the data flow.
+  tensors.projection("o", spec.modelDim, queryWidth);
+  if (spec.kvLens)
+    tensors.add("kv_lens", {spec.batch}, {RuntimeSize::Batch}).isInt32 = true;
+  tensors.activation("out", RuntimeSize::Seq, spec.seq, spec.modelDim);
+  layer.tensors.back().isOutput = true;
   return layer;
 }
 
-FailureOr<std::vector<LayerABI>> readLayerABIs(ModuleOp module) {
-  std::vector<LayerABI> layers;
-  for (auto func : module.getOps<func::FuncOp>()) {
-    FailureOr<LayerABI> layer = readLayerABI(func);
-    if (failed(layer))
-      return failure();
-    layers.push_back(std::move(*layer));
-  }
-  return layers;
+const TensorABI *findTensor(const LayerABI &layer, std::string_view name) {
+  for (const TensorABI &tensor : layer.tensors)
+    if (tensor.name == name)
+      return &tensor;
+  return nullptr;
 }
 
 } // namespace mhac

@@ -1,19 +1,19 @@
 //===- LayerABI.h - the C interface of a compiled layer ---------*- C++ -*-===//
 //
-// Part of mhac. Read from a layer function in the mha dialect before it is lowered, and used
-// after lowering to emit the C entry points, the metadata and the header: the one description
-// of the ABI that all three share.
+// Part of mhac. Derived from the checked layer (LayerSpec) alone: MLIRGen builds the layer
+// function's arguments from it, and after lowering it drives the C entry points, the metadata
+// and the header. The one description of the ABI that all of them share; plain data, no MLIR.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MHAC_COMPILER_TARGET_LAYERABI_H
 #define MHAC_COMPILER_TARGET_LAYERABI_H
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/BuiltinOps.h"
+#include "compiler/frontend/LayerSpec.h"
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mhac {
@@ -24,7 +24,7 @@ enum class RuntimeSize { None, Batch, Seq, KvSeq };
 /// One tensor argument of a layer's run function, in ABI order.
 struct TensorABI {
   std::string name;                   ///< x, memory, wq, bq, ..., kv_lens, out
-  std::vector<int64_t> shape;         ///< mlir::ShapedType::kDynamic for run-time sizes
+  std::vector<int64_t> shape;         ///< kDynamicSize for run-time sizes
   std::vector<RuntimeSize> dynamicAs; ///< for each dimension, the size it takes at run time
   bool isInt32 = false;               ///< kv_lens; every other tensor has the layer's dtype
   bool isOutput = false;
@@ -39,7 +39,7 @@ struct LayerABI {
   std::string name;
   bool bf16 = false;
   int64_t modelDim = 0, heads = 0, headDim = 0, kvHeads = 0, kvDim = 0;
-  int64_t batch = 0, seq = 0, kvSeq = 0; ///< mlir::ShapedType::kDynamic when given at run time
+  int64_t batch = 0, seq = 0, kvSeq = 0; ///< kDynamicSize when given at run time
   bool cross = false, causal = false, kvLens = false, bias = false;
   float scale = 0;
   std::vector<TensorABI> tensors; ///< inputs and weights in argument order, then `out`
@@ -63,19 +63,13 @@ constexpr int kPreparedBlock = -1;
 /// would be.
 std::vector<int> entryPointers(const LayerABI &layer, EntryKind kind);
 
-/// Reads the ABI of every layer function of `module` (in the mha dialect, as MLIRGen builds
-/// them). Fails with a diagnostic on a function that is not a layer.
-mlir::FailureOr<std::vector<LayerABI>> readLayerABIs(mlir::ModuleOp module);
+/// The ABI of `spec`: its tensors in argument order (x, memory for cross-attention, then each
+/// projection's weight and bias for q, k, v and the output, kv_lens, and `out`). The prepared
+/// block's layout is left empty: it depends on the schedule (see LoweredLayer.h).
+LayerABI describeLayer(const LayerSpec &spec);
 
-/// Reads where each parameter lies in the prepared block, from the preparation functions that
-/// mhac-split-weight-preparation made (after lowering to linalg).
-mlir::LogicalResult readPreparedLayout(mlir::ModuleOp module, std::vector<LayerABI> &layers);
-
-/// The name the lowered layer function gets: internal, so only the entry points are exported.
-std::string kernelSymbol(const LayerABI &layer);
-
-/// The name of the lowered preparation function of `layer` (internal too).
-std::string preparationSymbol(const LayerABI &layer);
+/// The first tensor of `layer` named `name`, or null.
+const TensorABI *findTensor(const LayerABI &layer, std::string_view name);
 
 } // namespace mhac
 

@@ -15,6 +15,7 @@
 #include "compiler/target/CodeEmitter.h"
 #include "compiler/target/HeaderEmitter.h"
 #include "compiler/target/LayerABI.h"
+#include "compiler/target/LoweredLayer.h"
 #include "compiler/target/SharedLibrary.h"
 #include "compiler/target/Target.h"
 #include "tools/mhac/CommandLine.h"
@@ -210,11 +211,11 @@ static int compile(const CompileOptions &options) {
     return emitted->done();
   }
 
-  mlir::FailureOr<std::vector<LayerABI>> abis = readLayerABIs(*module);
-  if (mlir::failed(abis))
-    return fail("internal error: cannot read the interface of the layers");
-  for (LayerABI &abi : *abis)
-    abi.schedule = printScheduleBlock("layer", abi.name, schedules->at(abi.name));
+  std::vector<LayerABI> abis;
+  for (const LayerSpec &layer : *layers) {
+    abis.push_back(describeLayer(layer));
+    abis.back().schedule = printScheduleBlock("layer", layer.name, schedules->at(layer.name));
+  }
   mlir::TimingScope linalgScope = rootScope.nest("mha to linalg");
   auto setup = [&](mlir::PassManager &pm) {
     pm.enableTiming(linalgScope);
@@ -223,7 +224,7 @@ static int compile(const CompileOptions &options) {
   if (mlir::failed(lowerMhaToLinalg(*module, *schedules, *target, setup)))
     return fail("lowering to linalg failed");
   linalgScope.stop();
-  if (mlir::failed(readPreparedLayout(*module, *abis)))
+  if (mlir::failed(readPreparedLayout(*module, abis)))
     return fail("internal error: cannot read the layout of the prepared parameters");
   if (options.emit == EmitStage::Linalg) {
     module->print(emitted->os(), printFlags);
@@ -247,7 +248,7 @@ static int compile(const CompileOptions &options) {
     return fail(llvm::toString(machine.takeError()));
   mlir::TimingScope llvmScope = rootScope.nest("LLVM IR, optimized");
   llvm::LLVMContext llvmContext;
-  auto llvmModule = translateAndOptimize(*module, *abis, **machine, target->tuneCpu, llvmContext);
+  auto llvmModule = translateAndOptimize(*module, abis, **machine, target->tuneCpu, llvmContext);
   if (!llvmModule)
     return fail(llvm::toString(llvmModule.takeError()));
   llvmScope.stop();
@@ -295,7 +296,7 @@ static int compile(const CompileOptions &options) {
     if (linkError)
       return fail(llvm::toString(std::move(linkError)));
   }
-  std::string header = emitHeader(*abis, llvm::sys::path::filename(base).str(), displayName);
+  std::string header = emitHeader(abis, llvm::sys::path::filename(base).str(), displayName);
   if (!writeFile(
           headerPath, [&](llvm::raw_ostream &os) { os << header; }, error))
     return fail(error);
