@@ -20,6 +20,8 @@ std::string describeValue(const ValueAST &value) {
     return fmt::format("boolean {}", value.spelling);
   case ValueAST::Kind::Identifier:
     return fmt::format("identifier '{}'", value.spelling);
+  case ValueAST::Kind::String:
+    return fmt::format("string {}", value.spelling);
   case ValueAST::Kind::Dynamic:
     return "'?'";
   }
@@ -36,6 +38,8 @@ static const char *kindName(ValueAST::Kind kind) {
     return "boolean";
   case ValueAST::Kind::Identifier:
     return "identifier";
+  case ValueAST::Kind::String:
+    return "string";
   case ValueAST::Kind::Dynamic:
     return "dynamic";
   }

@@ -19,13 +19,14 @@ namespace mhac {
 
 /// The right-hand side of `key = value`.
 struct ValueAST {
-  enum class Kind { Integer, Decimal, Boolean, Identifier, Dynamic };
+  enum class Kind { Integer, Decimal, Boolean, Identifier, String, Dynamic };
 
   Kind kind = Kind::Integer;
   std::string spelling; ///< the text as written, for messages and dumps
   int64_t integer = 0;  ///< for `Integer`
   double decimal = 0;   ///< for `Decimal`
   bool boolean = false; ///< for `Boolean`
+  std::string string;   ///< for `String`: the text between the quotes, escapes resolved
   SourceLocation loc;
 };
 

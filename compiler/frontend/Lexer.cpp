@@ -20,7 +20,7 @@ static bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == 
 /// Characters that can begin a token; a run of anything else is reported as one error.
 static bool canStartToken(char c) {
   return isIdentifierStart(c) || isDigit(c) || isSpace(c) || c == '-' || c == '?' || c == '=' ||
-         c == '{' || c == '}' || c == '\n' || c == '#';
+         c == '{' || c == '}' || c == '\n' || c == '#' || c == '"';
 }
 
 std::string describeToken(const Token &token) {
@@ -31,6 +31,8 @@ std::string describeToken(const Token &token) {
     return fmt::format("integer {}", quoteSource(token.text));
   case TokenKind::Decimal:
     return fmt::format("decimal {}", quoteSource(token.text));
+  case TokenKind::String:
+    return fmt::format("string {}", quoteSource(token.text));
   case TokenKind::Newline:
     return "end of line";
   case TokenKind::EndOfFile:
@@ -87,6 +89,8 @@ Token Lexer::next() {
     return lexIdentifier(begin, loc);
   if (isDigit(c) || (c == '-' && isDigit(peek(1))))
     return lexNumber(begin, loc);
+  if (c == '"')
+    return lexString(begin, loc);
 
   TokenKind kind;
   switch (c) {
@@ -162,6 +166,23 @@ Token Lexer::lexNumber(size_t begin, SourceLocation loc) {
     token.kind = TokenKind::Error;
   }
   return token;
+}
+
+Token Lexer::lexString(size_t begin, SourceLocation loc) {
+  advance(); // the opening quote
+  while (pos_ < text_.size() && peek() != '"' && peek() != '\n') {
+    if (peek() == '\\' && (peek(1) == '"' || peek(1) == '\\'))
+      advance();
+    advance();
+  }
+  if (peek() != '"') {
+    Token token = make(TokenKind::Error, begin, loc);
+    diags_.error(loc, "unterminated string; close it with '\"' on the same line",
+                 token.text.size());
+    return token;
+  }
+  advance();
+  return make(TokenKind::String, begin, loc);
 }
 
 Token Lexer::lexInvalid(size_t begin, SourceLocation loc) {

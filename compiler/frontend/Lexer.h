@@ -18,6 +18,7 @@ enum class TokenKind {
   Identifier, ///< `[A-Za-z_][A-Za-z0-9_]*`, keywords included (`layer`, `true`, `f32`, ...)
   Integer,    ///< `-?[0-9]+`
   Decimal,    ///< `-?[0-9]+.[0-9]+([eE][+-]?[0-9]+)?` or an integer with an exponent
+  String,     ///< `"..."` on one line, with `\"` and `\\` escapes (schedule files' paths)
   Question,   ///< `?`, a size given at run time
   Equal,      ///< `=`
   LBrace,     ///< `{`
@@ -60,6 +61,7 @@ private:
   Token make(TokenKind kind, size_t begin, SourceLocation loc) const;
   Token lexIdentifier(size_t begin, SourceLocation loc);
   Token lexNumber(size_t begin, SourceLocation loc);
+  Token lexString(size_t begin, SourceLocation loc);
   Token lexInvalid(size_t begin, SourceLocation loc);
 
   std::string_view text_;

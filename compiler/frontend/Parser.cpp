@@ -191,6 +191,15 @@ bool Parser::parseValue(ValueAST &value) {
       value.kind = ValueAST::Kind::Identifier;
     }
     break;
+  case TokenKind::String:
+    value.kind = ValueAST::Kind::String;
+    // The lexer has checked the quotes; `\"` and `\\` are its only escapes.
+    for (size_t i = 1; i + 1 < text.size(); ++i) {
+      if (text[i] == '\\' && i + 2 < text.size() && (text[i + 1] == '"' || text[i + 1] == '\\'))
+        ++i;
+      value.string += text[i];
+    }
+    break;
   case TokenKind::Question:
     value.kind = ValueAST::Kind::Dynamic;
     break;

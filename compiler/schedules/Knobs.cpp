@@ -317,7 +317,7 @@ bool Schedule::operator==(const Schedule &other) const {
   for (const Knob &k : knobs())
     if (k.get(*this) != k.get(other))
       return false;
-  return true;
+  return projectionTransform == other.projectionTransform;
 }
 
 static int64_t stepOf(const Knob &knob, const CpuTarget &target) {

@@ -10,6 +10,7 @@
 #define MHAC_COMPILER_SCHEDULES_SCHEDULE_H
 
 #include <cstdint>
+#include <string>
 
 namespace mhac {
 
@@ -73,6 +74,11 @@ struct AttentionSchedule {
 struct Schedule {
   ProjectionSchedule projection;
   AttentionSchedule attention;
+  /// The expert's escape hatch: a transform-dialect file that replaces the projections' tiling
+  /// script (transforms/tiling.mlir), tied to MLIR 22's transform ops. Empty: the library's.
+  /// Not a knob: nothing enumerates or fits it, and the projection knobs still reach the
+  /// script as parameters.
+  std::string projectionTransform;
 
   bool operator==(const Schedule &other) const;
   bool operator!=(const Schedule &other) const { return !(*this == other); }

@@ -13,6 +13,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 namespace mhac {
@@ -36,23 +38,49 @@ namespace {
 /// Checks one schedule file's syntax tree against the knob table.
 class ScheduleFileChecker {
 public:
-  ScheduleFileChecker(DiagnosticEngine &diags, const CpuTarget &target,
+  ScheduleFileChecker(const SourceFile &file, DiagnosticEngine &diags, const CpuTarget &target,
                       std::string_view blockKeyword)
-      : diags_(diags), target_(target), blockKeyword_(blockKeyword) {}
+      : file_(file), diags_(diags), target_(target), blockKeyword_(blockKeyword) {}
 
   std::optional<ScheduleFile> check(const ModuleAST &ast, SourceLocation start);
 
 private:
   void checkFormat(const std::vector<EntryAST> &settings, SourceLocation start);
   std::optional<KnobSetting> checkEntry(const EntryAST &entry);
+  std::optional<PathSetting> checkPath(const EntryAST &entry);
   void error(SourceLocation loc, std::string_view message, size_t length) {
     diags_.error(loc, message, length);
   }
 
+  const SourceFile &file_;
   DiagnosticEngine &diags_;
   const CpuTarget &target_;
   std::string_view blockKeyword_;
 };
+
+std::optional<PathSetting> ScheduleFileChecker::checkPath(const EntryAST &entry) {
+  const ValueAST &value = entry.value;
+  size_t length = std::max<size_t>(1, value.spelling.size());
+  if (value.kind != ValueAST::Kind::String || value.string.empty()) {
+    error(value.loc,
+          fmt::format("{} takes a transform-dialect file as a quoted path, found {}",
+                      kProjectionTransformKey, describeValue(value)),
+          length);
+    return std::nullopt;
+  }
+  std::filesystem::path path(value.string);
+  if (path.is_relative())
+    path = std::filesystem::path(file_.name()).parent_path() / path;
+  if (!std::ifstream(path)) {
+    error(value.loc,
+          fmt::format("cannot read the transform file '{}' (a relative path is relative to the "
+                      "schedule file's folder)",
+                      path.string()),
+          length);
+    return std::nullopt;
+  }
+  return PathSetting{path.lexically_normal().string(), entry.keyLoc};
+}
 
 void ScheduleFileChecker::checkFormat(const std::vector<EntryAST> &settings, SourceLocation start) {
   const EntryAST *format = nullptr;
@@ -162,8 +190,18 @@ std::optional<ScheduleFile> ScheduleFileChecker::check(const ModuleAST &ast, Sou
       diags_.note(previous->second, "the first one is here", layer.name.size());
       continue;
     }
-    ScheduleBlock block{layer.name, layer.nameLoc, {}};
+    ScheduleBlock block{layer.name, layer.nameLoc, {}, std::nullopt};
     for (const EntryAST &entry : layer.entries) {
+      if (entry.key == kProjectionTransformKey) {
+        std::optional<PathSetting> path = checkPath(entry);
+        if (path && block.projectionTransform) {
+          error(entry.keyLoc, fmt::format("duplicate setting '{}'", entry.key), entry.key.size());
+          diags_.note(block.projectionTransform->keyLoc, "first given here", entry.key.size());
+        } else if (path) {
+          block.projectionTransform = std::move(path);
+        }
+        continue;
+      }
       std::optional<KnobSetting> setting = checkEntry(entry);
       if (!setting)
         continue;
@@ -181,6 +219,17 @@ std::optional<ScheduleFile> ScheduleFileChecker::check(const ModuleAST &ast, Sou
   return file;
 }
 
+/// `text` as a string of the schedule language: in quotes, `"` and `\` escaped.
+std::string quoteString(std::string_view text) {
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      quoted += '\\';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
 /// Where a message about something missing from the whole file points: its first line.
 SourceLocation fileStart() { return SourceLocation{1, 1}; }
 
@@ -193,7 +242,7 @@ std::optional<ScheduleFile> readScheduleFile(const SourceFile &file, DiagnosticE
   ModuleAST ast = Parser(file, diags, grammar).parseModule();
   if (diags.hasErrors())
     return std::nullopt;
-  return ScheduleFileChecker(diags, target, blockKeyword).check(ast, fileStart());
+  return ScheduleFileChecker(file, diags, target, blockKeyword).check(ast, fileStart());
 }
 
 bool checkBlockNames(const ScheduleFile &file, const std::vector<LayerSpec> &layers,
@@ -227,6 +276,9 @@ std::string printScheduleBlock(std::string_view keyword, std::string_view name,
     std::string line = fmt::format("{} = {}", k.name, formatKnobValue(k, k.get(schedule)));
     out += fmt::format("  {:<{}}  # {}\n", line, width, k.summary);
   }
+  if (!schedule.projectionTransform.empty())
+    out += fmt::format("  {} = {}  # replaces the projections' tiling script (MLIR 22)\n",
+                       kProjectionTransformKey, quoteString(schedule.projectionTransform));
   out += "}\n";
   return out;
 }

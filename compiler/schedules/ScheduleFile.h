@@ -41,11 +41,21 @@ struct KnobSetting {
   size_t keyLength = 1, valueLength = 1;
 };
 
+/// The line that names a transform-dialect file in place of the projections' tiling script.
+inline constexpr std::string_view kProjectionTransformKey = "projection_transform";
+
+/// `projection_transform = "FILE"`.
+struct PathSetting {
+  std::string path; ///< relative paths are resolved against the schedule file's folder
+  SourceLocation keyLoc;
+};
+
 /// One block: `layer NAME { ... }` (or `target KIND { ... }` in mhac's default schedules).
 struct ScheduleBlock {
   std::string name;
   SourceLocation nameLoc;
   std::vector<KnobSetting> settings;
+  std::optional<PathSetting> projectionTransform;
 
   const KnobSetting *find(KnobId id) const;
 };
@@ -80,7 +90,8 @@ struct ScheduleResolution {
 ScheduleResolution resolveSchedule(const LayerSpec &layer, const CpuTarget &target,
                                    const ScheduleBlock *block, DiagnosticEngine *diags);
 
-/// `layer NAME { ... }` with every knob of `schedule`, one per line, each with its summary.
+/// `layer NAME { ... }` with every knob of `schedule`, one per line, each with its summary,
+/// and its projection transform file when it has one.
 std::string printScheduleBlock(std::string_view keyword, std::string_view name,
                                const Schedule &schedule);
 

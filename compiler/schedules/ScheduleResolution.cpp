@@ -106,11 +106,14 @@ ScheduleResolution resolveSchedule(const LayerSpec &layer, const CpuTarget &targ
                                    const ScheduleBlock *block, DiagnosticEngine *diags) {
   Schedule schedule = targetDefaults(target);
   std::set<KnobId> given;
-  if (block)
+  if (block) {
     for (const KnobSetting &setting : block->settings) {
       knob(setting.id).set(schedule, setting.value);
       given.insert(setting.id);
     }
+    if (block->projectionTransform)
+      schedule.projectionTransform = block->projectionTransform->path;
+  }
 
   KnobContext context{target, &layer};
   Schedule defaults = schedule;

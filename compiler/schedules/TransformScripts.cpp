@@ -13,7 +13,10 @@
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/SourceMgr.h"
 
 #include <string_view>
 
@@ -39,6 +42,20 @@ OwningOpRef<ModuleOp> parseLibrary(std::string_view name, Operation *function) {
   return nullptr;
 }
 
+/// Applies `sequence` of `library` to `function`, binding `params` to its arguments after the
+/// payload root.
+LogicalResult applySequence(transform::NamedSequenceOp sequence, ModuleOp library,
+                            Operation *function, ArrayRef<int64_t> params) {
+  Builder builder(function->getContext());
+  RaggedArray<transform::MappedValue> bindings;
+  bindings.push_back(ArrayRef<transform::MappedValue>{function});
+  for (int64_t param : params)
+    bindings.push_back(ArrayRef<transform::MappedValue>{builder.getI64IntegerAttr(param)});
+  return transform::applyTransformNamedSequence(
+      std::move(bindings), cast<transform::TransformOpInterface>(sequence.getOperation()), library,
+      transform::TransformOptions());
+}
+
 /// Applies the named sequence `entry` of the library `name` to `function`, binding `params`
 /// to its arguments after the payload root.
 LogicalResult applyLibrary(std::string_view name, StringRef entry, Operation *function,
@@ -50,14 +67,38 @@ LogicalResult applyLibrary(std::string_view name, StringRef entry, Operation *fu
   auto sequence = library->lookupSymbol<transform::NamedSequenceOp>(entry);
   if (!sequence)
     return function->emitError("internal error: no @") << entry << " in " << name.data();
-  Builder builder(function->getContext());
-  RaggedArray<transform::MappedValue> bindings;
-  bindings.push_back(ArrayRef<transform::MappedValue>{function});
-  for (int64_t param : params)
-    bindings.push_back(ArrayRef<transform::MappedValue>{builder.getI64IntegerAttr(param)});
-  return transform::applyTransformNamedSequence(
-      std::move(bindings), cast<transform::TransformOpInterface>(sequence.getOperation()), *library,
-      transform::TransformOptions());
+  return applySequence(sequence, *library, function, params);
+}
+
+/// The entry point of tiling.mlir, and of a user's file that replaces it.
+constexpr llvm::StringLiteral kTilingEntry = "__transform_main";
+
+/// Applies the user's transform file `path` in place of tiling.mlir: parsed and verified with
+/// its errors (and those of applying it) shown in that file, its entry given the payload
+/// function and, if it declares them, the same parameters as tiling.mlir's.
+LogicalResult applyUserTilingScript(StringRef path, Operation *function, ArrayRef<int64_t> params) {
+  MLIRContext *context = function->getContext();
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> buffer = openInputFile(path, &error);
+  if (!buffer)
+    return function->emitError("cannot read the projection transform '") << path << "': " << error;
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  SourceMgrDiagnosticHandler showSource(sourceMgr, context);
+  OwningOpRef<ModuleOp> library = parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(context));
+  if (!library)
+    return failure();
+  auto sequence = library->lookupSymbol<transform::NamedSequenceOp>(kTilingEntry);
+  if (!sequence)
+    return library->emitError("the projection transform has no transform.named_sequence @")
+           << kTilingEntry << " (its entry point, as in mhac's tiling.mlir)";
+  size_t arguments = sequence.getFunctionType().getNumInputs();
+  if (arguments != 1 && arguments != 1 + params.size())
+    return sequence.emitError("@")
+           << kTilingEntry << " takes the payload function, optionally followed by the "
+           << params.size() << " !transform.param<i64> of mhac's tiling.mlir; it has " << arguments
+           << " arguments";
+  return applySequence(sequence, *library, function, params.take_front(arguments - 1));
 }
 
 /// The entry of vector_lowering.mlir for a transpose lowering.
@@ -80,9 +121,12 @@ constexpr llvm::StringLiteral kPanelReductionAttr = "mhac.panel_reduction";
 
 LogicalResult applyTilingScript(Operation *function, const Schedule &schedule) {
   const ProjectionSchedule &p = schedule.projection;
-  return applyLibrary("tiling", "__transform_main", function,
-                      {p.cacheRows, p.cacheCols, p.cacheCols / p.registerCols, p.registerRows,
-                       p.registerCols, p.reductionBlock, p.transposeTile});
+  const int64_t params[] = {p.cacheRows,    p.cacheCols,    p.cacheCols / p.registerCols,
+                            p.registerRows, p.registerCols, p.reductionBlock,
+                            p.transposeTile};
+  if (!schedule.projectionTransform.empty())
+    return applyUserTilingScript(schedule.projectionTransform, function, params);
+  return applyLibrary("tiling", kTilingEntry, function, params);
 }
 
 LogicalResult applyVectorLoweringScript(Operation *function, const Schedule &schedule) {

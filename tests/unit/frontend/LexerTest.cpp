@@ -69,6 +69,24 @@ TEST(LexerTest, LexesNumbersOfEveryForm) {
   EXPECT_EQ(lexed.tokens[1].text, "-3");
 }
 
+TEST(LexerTest, LexesStringsWithTheirEscapes) {
+  SourceFile file("t.sched", R"(p = "a \"b\" \\ c\d" # "not a string")");
+  Lexed lexed = lex(file);
+  using K = TokenKind;
+  EXPECT_EQ(kinds(lexed), (std::vector<K>{K::Identifier, K::Equal, K::String, K::EndOfFile}));
+  EXPECT_EQ(lexed.tokens[2].text, R"("a \"b\" \\ c\d")");
+  EXPECT_EQ(lexed.errors, 0u);
+}
+
+TEST(LexerTest, RejectsAStringThatRunsToTheEndOfTheLine) {
+  SourceFile file("t.sched", "p = \"abc\nq = 1");
+  Lexed lexed = lex(file);
+  EXPECT_EQ(lexed.errors, 1u);
+  EXPECT_EQ(lexed.tokens[2].kind, TokenKind::Error);
+  EXPECT_EQ(lexed.tokens[3].kind, TokenKind::Newline);
+  EXPECT_NE(lexed.messages.find("t.sched:1:5: error: unterminated string"), std::string::npos);
+}
+
 TEST(LexerTest, TracksLinesAcrossCommentsAndCarriageReturns) {
   SourceFile file("t.mha", "# a\r\n\r\n  seq = ?\r\n");
   Lexed lexed = lex(file);

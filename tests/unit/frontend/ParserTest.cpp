@@ -43,6 +43,15 @@ TEST(ParserTest, ParsesLayersEntriesAndValueKinds) {
   EXPECT_EQ(run.ast.layers[1].entries.size(), 1u);
 }
 
+TEST(ParserTest, ResolvesTheEscapesOfAString) {
+  FrontendRun run(R"(layer a { path = "x\"y\\z\w" })", /*analyze=*/false);
+  ASSERT_FALSE(run.diags.hasErrors()) << run.messages.str();
+  const ValueAST &value = run.ast.layers[0].entries[0].value;
+  EXPECT_EQ(value.kind, ValueAST::Kind::String);
+  EXPECT_EQ(value.string, R"(x"y\z\w)");
+  EXPECT_EQ(value.spelling, R"("x\"y\\z\w")");
+}
+
 TEST(ParserTest, RecoversAtTheNextLineAndReportsEveryError) {
   FrontendRun run("layer a {\n"
                   "  heads 12\n"
