@@ -19,6 +19,8 @@ usage:
           [--kv-lens L.npy] --output Y.npy [--threads N] [--check] [--bench N]
   mha-run MODULE.so [--layer NAME] --check [sizes] [--seed N] [--threads N]
   mha-run MODULE.so [--layer NAME] --bench N [sizes] [--seed N] [--threads N]
+  mha-run MODULE.so [--layer NAME] --measure REF [sizes] [--seed N] [--threads N]
+          [--samples K] [--sample-ms MS]
   mha-run MODULE.so --list
   mha-run MODULE.so [--layer NAME] --print-schedule
 
@@ -41,6 +43,11 @@ usage:
                       sizes of the dimensions the layer declares '?' (files give them too)
   --threads N         threads of the runtime's pool (default: MHAC_NUM_THREADS, else all CPUs)
   --seed N            seed of the random data (default 1)
+  --measure REF       what 'mhac tune' runs for each candidate: checks the layer against the
+                      float64 reference kept in REF (computed and written there when REF does
+                      not exist), checks that N threads give the bits of one, then times K
+                      samples (--samples, default 5) of at least MS ms each (--sample-ms,
+                      default 20) after a warm-up; prints one line of JSON
   --list              list the layers of the module
   --print-schedule    print the schedules the module's layers (or the one --layer names) were
                       compiled with, as a schedule file that 'mhac compile --schedule' reads
@@ -121,6 +128,13 @@ std::optional<RunOptions> parseRunOptions(int argc, char **argv, int &status) {
       ok = path(options.outputPath);
     } else if (arg == "--bench") {
       ok = positive(options.bench);
+    } else if (arg == "--measure") {
+      ok = path(options.measureReference);
+    } else if (arg == "--samples" || arg == "--sample-ms") {
+      std::optional<long> count;
+      ok = positive(count);
+      if (ok)
+        (arg == "--samples" ? options.samples : options.sampleMs) = *count;
     } else if (arg == "--batch") {
       ok = positive(options.batch);
     } else if (arg == "--seq") {
@@ -162,10 +176,15 @@ std::optional<RunOptions> parseRunOptions(int argc, char **argv, int &status) {
     usageError("nothing to do with the files: give --output FILE (or --check, --bench N)");
     return std::nullopt;
   }
+  if (!options.measureReference.empty() && (options.fileMode() || options.check || options.bench)) {
+    usageError("--measure runs on random data alone; it cannot be combined with files, --check or "
+               "--bench");
+    return std::nullopt;
+  }
   if (!options.list && !options.printSchedule && !options.fileMode() && !options.check &&
-      !options.bench) {
-    usageError("nothing to do: give --weights and --input, --check, --bench N, --list or "
-               "--print-schedule");
+      !options.bench && options.measureReference.empty()) {
+    usageError("nothing to do: give --weights and --input, --check, --bench N, --measure REF, "
+               "--list or --print-schedule");
     return std::nullopt;
   }
   return options;

@@ -22,6 +22,10 @@ struct RunOptions {
   bool list = false;
   bool printSchedule = false;
   std::optional<long> bench;
+  /// --measure REF: mhac tune's probe (see Measure.h); REF holds the float64 reference.
+  std::string measureReference;
+  long samples = 5;   ///< --samples: timed samples of --measure
+  long sampleMs = 20; ///< --sample-ms: the least time one sample runs
   // Sizes of '?' dimensions, threads, seed.
   std::optional<long> batch, seq, kvSeq;
   std::optional<long> threads;

@@ -8,6 +8,7 @@
 
 #include "runtime/io/Npy.h"
 #include "tools/mha-run/LayerData.h"
+#include "tools/mha-run/Measure.h"
 #include "tools/mha-run/Options.h"
 
 #include "mhac/runtime.h"
@@ -128,6 +129,8 @@ int run(const RunOptions &options) {
                                   : makeRandomData(*layer, options, data);
   if (!ready)
     return kFailure;
+  if (!options.measureReference.empty())
+    return measure(*layer, data, options);
   if (options.threads)
     mhac_set_num_threads(static_cast<int32_t>(std::min<long>(*options.threads, INT32_MAX)));
 
@@ -142,8 +145,8 @@ int run(const RunOptions &options) {
       return failure(fmt::format("layer '{}' failed on prepared parameters: {}", layer->name,
                                  mhac_status_string(status)));
     if (call.output() != out)
-      return failure(fmt::format("layer '{}': a run on prepared parameters differs from a run",
-                                 layer->name));
+      return failure(
+          fmt::format("layer '{}': a run on prepared parameters differs from a run", layer->name));
   }
 
   if (!options.outputPath.empty()) {
