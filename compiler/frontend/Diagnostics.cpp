@@ -48,6 +48,11 @@ void DiagnosticEngine::error(SourceLocation loc, std::string_view message, size_
     out_ << fmt::format("{}: note: too many errors, stopping after {}\n", file_.name(), kMaxErrors);
 }
 
+void DiagnosticEngine::warning(SourceLocation loc, std::string_view message, size_t length) {
+  suppressed_ = false;
+  emit("warning", loc, message, length);
+}
+
 void DiagnosticEngine::note(SourceLocation loc, std::string_view message, size_t length) {
   if (!suppressed_)
     emit("note", loc, message, length);

@@ -53,6 +53,8 @@ public:
 
   /// Reports an error at `loc`, underlining `length` bytes (at least one caret).
   void error(SourceLocation loc, std::string_view message, size_t length = 1);
+  /// Reports a warning at `loc`: something legal that is likely not what the user meant.
+  void warning(SourceLocation loc, std::string_view message, size_t length = 1);
   /// Attaches a note (for example "previous definition is here") to the last error.
   void note(SourceLocation loc, std::string_view message, size_t length = 1);
 

@@ -7,6 +7,7 @@
 #include "compiler/schedules/ScheduleFile.h"
 
 #include "compiler/frontend/AST.h"
+#include "compiler/frontend/LayerText.h"
 #include "compiler/frontend/Parser.h"
 
 #include <fmt/format.h>
@@ -34,6 +35,28 @@ const ScheduleBlock *ScheduleFile::find(std::string_view name) const {
 }
 
 namespace {
+
+/// The `tuned_*` keys and the fields of Provenance they fill.
+constexpr std::pair<std::string_view, std::string Provenance::*> kProvenanceKeys[] = {
+    {"tuned_layer", &Provenance::layer},   {"tuned_sizes", &Provenance::sizes},
+    {"tuned_cpu", &Provenance::cpu},       {"tuned_threads", &Provenance::threads},
+    {"tuned_result", &Provenance::result},
+};
+
+/// The provenance field `key` names in `block` (created at the first one, given at `loc`), or
+/// null for a key that is no `tuned_*` line.
+std::string *provenanceField(ScheduleBlock &block, std::string_view key, SourceLocation loc) {
+  for (const auto &[name, field] : kProvenanceKeys) {
+    if (key != name)
+      continue;
+    if (!block.provenance) {
+      block.provenance = Provenance();
+      block.provenance->loc = loc;
+    }
+    return &(*block.provenance.*field);
+  }
+  return nullptr;
+}
 
 /// Checks one schedule file's syntax tree against the knob table.
 class ScheduleFileChecker {
@@ -190,8 +213,18 @@ std::optional<ScheduleFile> ScheduleFileChecker::check(const ModuleAST &ast, Sou
       diags_.note(previous->second, "the first one is here", layer.name.size());
       continue;
     }
-    ScheduleBlock block{layer.name, layer.nameLoc, {}, std::nullopt};
+    ScheduleBlock block{layer.name, layer.nameLoc, {}, std::nullopt, std::nullopt};
     for (const EntryAST &entry : layer.entries) {
+      if (std::string *field = provenanceField(block, entry.key, entry.keyLoc)) {
+        if (entry.value.kind != ValueAST::Kind::String)
+          error(entry.value.loc,
+                fmt::format("{} takes a quoted string, found {}", entry.key,
+                            describeValue(entry.value)),
+                std::max<size_t>(1, entry.value.spelling.size()));
+        else
+          *field = entry.value.string;
+        continue;
+      }
       if (entry.key == kProjectionTransformKey) {
         std::optional<PathSetting> path = checkPath(entry);
         if (path && block.projectionTransform) {
@@ -267,11 +300,14 @@ bool checkBlockNames(const ScheduleFile &file, const std::vector<LayerSpec> &lay
 }
 
 std::string printScheduleBlock(std::string_view keyword, std::string_view name,
-                               const Schedule &schedule) {
+                               const Schedule &schedule, const Provenance *provenance) {
   size_t width = 0;
   for (const Knob &k : knobs())
     width = std::max(width, k.name.size() + 3 + formatKnobValue(k, k.get(schedule)).size());
   std::string out = fmt::format("{} {} {{\n", keyword, name);
+  if (provenance)
+    for (const auto &[key, field] : kProvenanceKeys)
+      out += fmt::format("  {} = {}\n", key, quoteString(provenance->*field));
   for (const Knob &k : knobs()) {
     std::string line = fmt::format("{} = {}", k.name, formatKnobValue(k, k.get(schedule)));
     out += fmt::format("  {:<{}}  # {}\n", line, width, k.summary);
@@ -281,6 +317,27 @@ std::string printScheduleBlock(std::string_view keyword, std::string_view name,
                        kProjectionTransformKey, quoteString(schedule.projectionTransform));
   out += "}\n";
   return out;
+}
+
+void checkProvenance(const ScheduleBlock &block, const LayerSpec &layer, const CpuTarget &target,
+                     DiagnosticEngine &diags) {
+  if (!block.provenance)
+    return;
+  const Provenance &p = *block.provenance;
+  std::string fingerprint = layerFingerprint(layer);
+  if (!p.layer.empty() && p.layer != fingerprint)
+    diags.warning(p.loc,
+                  fmt::format("the schedule of '{}' was tuned for another layer ({}); this one is "
+                              "{}: its speed may differ, tune it again with mhac tune",
+                              block.name, p.layer, fingerprint),
+                  11);
+  std::string cpu = describeCpu(target);
+  if (!p.cpu.empty() && p.cpu != cpu)
+    diags.warning(p.loc,
+                  fmt::format("the schedule of '{}' was tuned on another CPU ({}); this target is "
+                              "{}: its speed may differ, tune it again with mhac tune",
+                              block.name, p.cpu, cpu),
+                  11);
 }
 
 std::string printScheduleFile(const std::vector<std::pair<std::string, Schedule>> &schedules,

@@ -50,12 +50,24 @@ struct PathSetting {
   SourceLocation keyLoc;
 };
 
+/// Where a tuned block comes from: the `tuned_*` lines mhac tune writes (strings). They change
+/// no code; compiling a block tuned for another layer or CPU warns (checkProvenance).
+struct Provenance {
+  std::string layer;   ///< tuned_layer: the layer's fingerprint (LayerText.h)
+  std::string sizes;   ///< tuned_sizes: "batch=1 seq=384 kv_seq=384"
+  std::string cpu;     ///< tuned_cpu: describeCpu of the machine it was measured on
+  std::string threads; ///< tuned_threads
+  std::string result;  ///< tuned_result: the compiler, and the speed-up over the default
+  SourceLocation loc;  ///< the first tuned_* line
+};
+
 /// One block: `layer NAME { ... }` (or `target KIND { ... }` in mhac's default schedules).
 struct ScheduleBlock {
   std::string name;
   SourceLocation nameLoc;
   std::vector<KnobSetting> settings;
   std::optional<PathSetting> projectionTransform;
+  std::optional<Provenance> provenance;
 
   const KnobSetting *find(KnobId id) const;
 };
@@ -91,9 +103,14 @@ ScheduleResolution resolveSchedule(const LayerSpec &layer, const CpuTarget &targ
                                    const ScheduleBlock *block, DiagnosticEngine *diags);
 
 /// `layer NAME { ... }` with every knob of `schedule`, one per line, each with its summary,
-/// and its projection transform file when it has one.
+/// its projection transform file when it has one, and the `tuned_*` lines of `provenance`.
 std::string printScheduleBlock(std::string_view keyword, std::string_view name,
-                               const Schedule &schedule);
+                               const Schedule &schedule, const Provenance *provenance = nullptr);
+
+/// Warns (to `diags`) when `block` was tuned for another layer than `layer` or another CPU
+/// than `target`, saying what it was tuned for.
+void checkProvenance(const ScheduleBlock &block, const LayerSpec &layer, const CpuTarget &target,
+                     DiagnosticEngine &diags);
 
 /// A whole schedule file of `schedules` (layer names and their schedules) for `target`, with
 /// a header saying where they come from.

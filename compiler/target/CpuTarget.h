@@ -41,6 +41,14 @@ struct CpuTarget {
   const char *vectorKind() const { return vectorBits == 512 ? "avx512" : "avx2"; }
 };
 
+/// The CPU as a tuned schedule records it: the LLVM CPU, the vector unit and the caches, the
+/// facts a schedule's speed depends on.
+inline std::string describeCpu(const CpuTarget &target) {
+  return target.cpu + ", " + std::to_string(target.vectorBits) + "-bit vectors, L1 " +
+         std::to_string(target.l1Bytes / 1024) + " KiB, L2 " +
+         std::to_string(target.l2Bytes / 1024) + " KiB";
+}
+
 /// The facts of x86-64-v3 (`vectorBits` 256) or x86-64-v4 (512) that schedules read, for tools
 /// and tests that need no LLVM (resolveCpuTarget gives the whole target).
 inline CpuTarget genericCpuTarget(unsigned vectorBits) {

@@ -11,6 +11,7 @@
 #include "compiler/frontend/Parser.h"
 #include "compiler/frontend/Sema.h"
 #include "compiler/schedules/ScheduleFile.h"
+#include "compiler/tuning/SearchSpace.h"
 
 #include <fmt/format.h>
 
@@ -27,10 +28,6 @@ static int usage() {
   std::cerr << "usage: schedule-sampler FILE.mha --vector-bits 256|512 --seed N [--steps K]\n";
   return 2;
 }
-
-/// A uniform draw from [0, n), the same on every standard library (unlike
-/// std::uniform_int_distribution), so that a seed names one schedule everywhere.
-static size_t draw(std::mt19937_64 &random, size_t n) { return random() % n; }
 
 int main(int argc, char **argv) {
   std::string path;
@@ -73,14 +70,8 @@ int main(int argc, char **argv) {
       std::cerr << resolution.error << "\n";
       return 1;
     }
-    Schedule schedule = *resolution.schedule;
     KnobContext context{target, &layer};
-    for (int step = 0; step < steps; ++step) {
-      const Knob &k = knobs()[draw(random, knobs().size())];
-      std::vector<int64_t> legal = legalValues(k.id, schedule, context);
-      if (!legal.empty())
-        k.set(schedule, legal[draw(random, legal.size())]);
-    }
+    Schedule schedule = randomWalk(*resolution.schedule, context, random, steps);
     if (const Constraint *broken = firstViolation(schedule, context)) {
       std::cerr << "internal error: the sampler broke a rule: "
                 << broken->explain(schedule, context) << "\n";
