@@ -29,6 +29,7 @@ constexpr const char *kOverview =
     R"(mhac, an ahead-of-time compiler for multi-head attention layers
 
   mhac compile FILE.mha [options]   compile the layers of FILE.mha into NAME.o and NAME.h
+  mhac tune FILE.mha [options]      search a faster schedule for a layer, on this machine
 
 FILE.mha may be '-' to read the layers from standard input. Errors in FILE.mha or in a
 schedule file are reported as FILE:LINE:COL: error: message, with the source line and a caret;
@@ -38,9 +39,12 @@ schedules in docs/schedules.md.
 )";
 
 cl::OptionCategory compileCategory("Compile options");
+cl::OptionCategory tuneCategory("Tune options");
 cl::OptionCategory mlirCategory("MLIR debugging options, as in mlir-opt (MLIR 22)");
 
 cl::SubCommand compileCommand("compile", "compile the layers of FILE.mha into NAME.o and NAME.h");
+cl::SubCommand tuneCommand("tune", "search a faster schedule for a layer of FILE.mha, measured "
+                                   "on this machine, and write it as a schedule file");
 
 cl::list<std::string> inputs(cl::Positional, cl::desc("<FILE.mha>"), cl::sub(compileCommand),
                              cl::cat(compileCategory));
@@ -82,6 +86,52 @@ cl::opt<EmitStage> emit(
         clEnumValN(EmitStage::LLVMIR, "llvm", "LLVM IR with the C entry points, optimized (O3)"),
         clEnumValN(EmitStage::Assembly, "asm", "the target's assembly"),
         clEnumValN(EmitStage::Object, "obj", "the object file (binary; redirect it)")));
+
+// Options of `mhac tune`.
+cl::list<std::string> tuneInputs(cl::Positional, cl::desc("<FILE.mha>"), cl::sub(tuneCommand),
+                                 cl::cat(tuneCategory));
+cl::opt<std::string> tuneLayer("layer", cl::value_desc("NAME"), cl::sub(tuneCommand),
+                               cl::cat(tuneCategory),
+                               cl::desc("the layer to tune (needed when FILE.mha has several)"));
+cl::opt<std::string> tuneTarget("target", cl::value_desc("T"), cl::init("host"),
+                                cl::sub(tuneCommand), cl::cat(tuneCategory),
+                                cl::desc("the CPU to tune for, as 'mhac compile --target' takes "
+                                         "it; the candidates run on this machine, so it must "
+                                         "run its code (default: host)"));
+cl::opt<std::string> tuneOutput("o", cl::value_desc("FILE.sched"), cl::sub(tuneCommand),
+                                cl::cat(tuneCategory),
+                                cl::desc("the schedule file to write (default: LAYER.sched); the "
+                                         "report goes beside it, as FILE.tune.html and "
+                                         "FILE.tune.json"));
+cl::opt<int64_t> tuneThreads("threads", cl::value_desc("N"), cl::sub(tuneCommand),
+                             cl::cat(tuneCategory),
+                             cl::desc("threads to tune for (default: MHAC_NUM_THREADS, else "
+                                      "every CPU the process may use)"));
+cl::opt<double> tuneBudget("budget", cl::value_desc("SECONDS"), cl::init(300), cl::sub(tuneCommand),
+                           cl::cat(tuneCategory),
+                           cl::desc("the time the whole command may take (default: 300)"));
+cl::opt<int64_t> tuneBatch("batch", cl::value_desc("N"), cl::sub(tuneCommand),
+                           cl::cat(tuneCategory),
+                           cl::desc("the batch to tune for, when the layer's is '?' (default 1)"));
+cl::opt<int64_t> tuneSeq("seq", cl::value_desc("N"), cl::sub(tuneCommand), cl::cat(tuneCategory),
+                         cl::desc("the sequence length to tune for, when the layer's is '?'"));
+cl::opt<int64_t> tuneKvSeq("kv-seq", cl::value_desc("N"), cl::sub(tuneCommand),
+                           cl::cat(tuneCategory),
+                           cl::desc("the key/value length to tune for, when the layer's is '?'"));
+cl::opt<uint64_t> tuneSeed("seed", cl::value_desc("N"), cl::init(1), cl::sub(tuneCommand),
+                           cl::cat(tuneCategory),
+                           cl::desc("the seed of the search's random draws and of the data "
+                                    "(default 1): the same seed gives the same candidates"));
+cl::opt<std::string> tuneCacheDir("cache-dir", cl::value_desc("DIR"), cl::sub(tuneCommand),
+                                  cl::cat(tuneCategory),
+                                  cl::desc("the tuning database (default: $MHAC_TUNE_CACHE, else "
+                                           "$XDG_CACHE_HOME/mhac/tune, else "
+                                           "~/.cache/mhac/tune)"));
+cl::opt<bool> tuneRetune("retune", cl::sub(tuneCommand), cl::cat(tuneCategory),
+                         cl::desc("search even when the database holds this exact tuning"));
+cl::opt<bool> tunePlan("plan", cl::sub(tuneCommand), cl::cat(tuneCategory),
+                       cl::desc("print the candidates in the order the model ranks them, and "
+                                "stop without compiling any"));
 
 void usageError(const std::string &message) {
   fmt::print(stderr, "mhac: error: {}\nrun 'mhac --help' for usage\n", message);
@@ -190,13 +240,88 @@ void printVersion(llvm::raw_ostream &os) {
   os << fmt::format("mhac {} (LLVM/MLIR {})\n", MHAC_VERSION, LLVM_VERSION_STRING);
 }
 
+/// The single input file of a subcommand, or a usage error.
+std::optional<std::string> singleInput(const cl::list<std::string> &inputs, StringRef command) {
+  if (inputs.empty()) {
+    usageError(fmt::format("no input file; usage: mhac {} FILE.mha [options]", command.str()));
+    return std::nullopt;
+  }
+  if (inputs.size() > 1) {
+    usageError(fmt::format("more than one input file ('{}' and '{}')", inputs[0], inputs[1]));
+    return std::nullopt;
+  }
+  return inputs[0];
+}
+
+std::optional<CompileOptions> compileOptions() {
+  std::optional<std::string> input = singleInput(inputs, "compile");
+  if (!input)
+    return std::nullopt;
+  if (outputName.getNumOccurrences() > 0 && outputName.empty()) {
+    usageError(missingValueMessage("o"));
+    return std::nullopt;
+  }
+  if (schedule.getNumOccurrences() > 0 && schedule.empty()) {
+    usageError(missingValueMessage("schedule"));
+    return std::nullopt;
+  }
+  if (emit.getNumOccurrences() > 0 && shared) {
+    usageError("--shared writes a library; it cannot be combined with --emit");
+    return std::nullopt;
+  }
+  CompileOptions options;
+  options.inputPath = *input;
+  if (emit.getNumOccurrences() > 0)
+    options.emit = emit;
+  options.outputName = outputName;
+  options.target = target;
+  options.schedulePath = schedule;
+  options.shared = shared;
+  return options;
+}
+
+std::optional<TuneOptions> tuneOptions() {
+  std::optional<std::string> input = singleInput(tuneInputs, "tune");
+  if (!input)
+    return std::nullopt;
+  TuneOptions options;
+  options.inputPath = *input;
+  for (auto [option, into] :
+       {std::pair{&tuneThreads, &options.threads}, std::pair{&tuneBatch, &options.batch},
+        std::pair{&tuneSeq, &options.seq}, std::pair{&tuneKvSeq, &options.kvSeq}}) {
+    if (option->getNumOccurrences() == 0)
+      continue;
+    if (*option < 1) {
+      usageError(fmt::format("--{} needs a positive integer, got {}", option->ArgStr.str(),
+                             static_cast<int64_t>(*option)));
+      return std::nullopt;
+    }
+    *into = *option;
+  }
+  if (!(tuneBudget > 0)) {
+    usageError(fmt::format("--budget needs a positive number of seconds, got {}",
+                           static_cast<double>(tuneBudget)));
+    return std::nullopt;
+  }
+  options.layer = tuneLayer;
+  options.target = tuneTarget;
+  options.outputPath = tuneOutput;
+  options.budgetSeconds = tuneBudget;
+  options.seed = tuneSeed;
+  options.cacheDir = tuneCacheDir;
+  options.retune = tuneRetune;
+  options.plan = tunePlan;
+  return options;
+}
+
 } // namespace
 
-std::optional<CompileOptions> parseCommandLine(int argc, char **argv) {
+std::optional<Invocation> parseCommandLine(int argc, char **argv) {
   addMlirOptions(compileCommand);
   cl::HideUnrelatedOptions(llvm::ArrayRef<const cl::OptionCategory *>{},
                            cl::SubCommand::getTopLevel());
   cl::HideUnrelatedOptions({&compileCategory, &mlirCategory}, compileCommand);
+  cl::HideUnrelatedOptions({&tuneCategory}, tuneCommand);
   cl::SetVersionPrinter(printVersion);
 
   // `-h` and `help` are spelled as llvm::cl knows them.
@@ -214,11 +339,14 @@ std::optional<CompileOptions> parseCommandLine(int argc, char **argv) {
   StringRef command = args[1];
   bool generic = command == "--help" || command == "--help-hidden" || command == "--help-list" ||
                  command == "--version";
-  if (command != compileCommand.getName() && !generic) {
-    usageError(fmt::format("unknown command '{}' (expected compile)", command.str()));
+  cl::SubCommand *subcommand = command == compileCommand.getName() ? &compileCommand
+                               : command == tuneCommand.getName()  ? &tuneCommand
+                                                                   : nullptr;
+  if (!subcommand && !generic) {
+    usageError(fmt::format("unknown command '{}' (expected compile or tune)", command.str()));
     return std::nullopt;
   }
-  if (!generic && !checkArguments(llvm::ArrayRef(args).drop_front(2), compileCommand))
+  if (subcommand && !checkArguments(llvm::ArrayRef(args).drop_front(2), *subcommand))
     return std::nullopt;
 
   std::string errors;
@@ -226,44 +354,32 @@ std::optional<CompileOptions> parseCommandLine(int argc, char **argv) {
   if (!cl::ParseCommandLineOptions(static_cast<int>(args.size()), args.data(), kOverview,
                                    &errorStream, /*VFS=*/nullptr, /*EnvVar=*/nullptr,
                                    /*LongOptionsUseDoubleDash=*/true)) {
-    // What checkArguments cannot see, such as an option given twice: llvm::cl's message, as
-    // mhac's one line.
+    // What checkArguments cannot see, such as a value of the wrong type. llvm::cl prints those
+    // itself ("mhac: for the --budget option: 'soon' value invalid ..."); other messages go to
+    // `errors`, shown as mhac's one line.
     StringRef message = StringRef(errors).split('\n').first;
-    message.consume_front(args[0]);
-    message = message.ltrim(" compile").ltrim(": ");
-    usageError(message.str());
+    size_t colon = message.find(": ");
+    if (message.empty())
+      fmt::print(stderr, "run 'mhac --help' for usage\n");
+    else
+      usageError((colon == StringRef::npos ? message : message.substr(colon + 2)).str());
     return std::nullopt;
   }
 
-  CompileOptions options;
-  if (inputs.empty()) {
-    usageError("no input file; usage: mhac compile FILE.mha [options]");
-    return std::nullopt;
+  Invocation invocation;
+  if (subcommand == &tuneCommand) {
+    invocation.command = Invocation::Command::Tune;
+    std::optional<TuneOptions> options = tuneOptions();
+    if (!options)
+      return std::nullopt;
+    invocation.tune = std::move(*options);
+    return invocation;
   }
-  if (inputs.size() > 1) {
-    usageError(fmt::format("more than one input file ('{}' and '{}')", inputs[0], inputs[1]));
+  std::optional<CompileOptions> options = compileOptions();
+  if (!options)
     return std::nullopt;
-  }
-  if (outputName.getNumOccurrences() > 0 && outputName.empty()) {
-    usageError(missingValueMessage("o"));
-    return std::nullopt;
-  }
-  if (schedule.getNumOccurrences() > 0 && schedule.empty()) {
-    usageError(missingValueMessage("schedule"));
-    return std::nullopt;
-  }
-  if (emit.getNumOccurrences() > 0 && shared) {
-    usageError("--shared writes a library; it cannot be combined with --emit");
-    return std::nullopt;
-  }
-  options.inputPath = inputs[0];
-  if (emit.getNumOccurrences() > 0)
-    options.emit = emit;
-  options.outputName = outputName;
-  options.target = target;
-  options.schedulePath = schedule;
-  options.shared = shared;
-  return options;
+  invocation.compile = std::move(*options);
+  return invocation;
 }
 
 } // namespace mhac

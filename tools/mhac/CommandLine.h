@@ -9,6 +9,7 @@
 #ifndef MHAC_TOOLS_MHAC_COMMANDLINE_H
 #define MHAC_TOOLS_MHAC_COMMANDLINE_H
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -28,9 +29,30 @@ struct CompileOptions {
   bool shared = false;      ///< write NAME.so instead of NAME.o
 };
 
+struct TuneOptions {
+  std::string inputPath;
+  std::string layer; ///< empty: the file's only layer
+  std::string target = "host";
+  std::string outputPath; ///< the schedule file to write; empty: LAYER.sched
+  std::optional<int64_t> threads, batch, seq, kvSeq;
+  double budgetSeconds = 300;
+  uint64_t seed = 1;
+  std::string cacheDir; ///< the tuning database; empty: the user's cache directory
+  bool retune = false;  ///< search even when the database has this exact tuning
+  bool plan = false;    ///< print the ranked candidates and stop, without compiling any
+};
+
+/// What the command line asks for.
+struct Invocation {
+  enum class Command { Compile, Tune };
+  Command command = Command::Compile;
+  CompileOptions compile;
+  TuneOptions tune;
+};
+
 /// Parses `argv`. `--help` and `--version` print and exit inside llvm::cl. On a misuse prints
 /// one line and a pointer to `--help` to stderr and returns nothing.
-std::optional<CompileOptions> parseCommandLine(int argc, char **argv);
+std::optional<Invocation> parseCommandLine(int argc, char **argv);
 
 } // namespace mhac
 

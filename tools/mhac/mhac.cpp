@@ -19,6 +19,7 @@
 #include "compiler/target/SharedLibrary.h"
 #include "compiler/target/Target.h"
 #include "tools/mhac/CommandLine.h"
+#include "tools/mhac/tune/Tuner.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -106,6 +107,8 @@ static std::optional<LayerSchedules> readSchedules(const CompileOptions &options
   bool ok = true;
   for (const LayerSpec &layer : layers) {
     const ScheduleBlock *block = schedules ? schedules->find(layer.name) : nullptr;
+    if (block)
+      checkProvenance(*block, layer, target, *diags);
     ScheduleResolution resolution =
         resolveSchedule(layer, target, block, diags ? &*diags : nullptr);
     if (!resolution.error.empty())
@@ -304,8 +307,10 @@ static int compile(const CompileOptions &options) {
 }
 
 int main(int argc, char **argv) {
-  std::optional<CompileOptions> options = parseCommandLine(argc, argv);
-  if (!options)
+  std::optional<Invocation> invocation = parseCommandLine(argc, argv);
+  if (!invocation)
     return kUsageError;
-  return compile(*options);
+  if (invocation->command == Invocation::Command::Tune)
+    return tune(invocation->tune);
+  return compile(invocation->compile);
 }

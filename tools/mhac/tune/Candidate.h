@@ -1,0 +1,58 @@
+//===- Candidate.h - one schedule the tuner tries, and what it measured -*- C++ -*-===//
+//
+// Part of mhac.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHAC_TOOLS_MHAC_TUNE_CANDIDATE_H
+#define MHAC_TOOLS_MHAC_TUNE_CANDIDATE_H
+
+#include "compiler/schedules/Schedule.h"
+
+#include <string>
+#include <vector>
+
+namespace mhac {
+
+/// How far a candidate got.
+enum class CandidateStatus {
+  Proposed,      ///< ranked, not compiled
+  Built,         ///< compiled, not yet measured
+  CompileFailed, ///< mhac compile failed or timed out
+  Crashed,       ///< its probe died on a signal
+  TimedOut,      ///< its probe outlived its limit
+  Wrong,         ///< wrong results, or other bits on N threads than on one
+  Measured,
+};
+
+const char *statusName(CandidateStatus status);
+
+struct Candidate {
+  int id = 0;
+  Schedule schedule;
+  std::string origin;   ///< "default", "model", "neighbour of #3", "database", ...
+  double predicted = 0; ///< the cost model's estimate, over the default's
+  CandidateStatus status = CandidateStatus::Proposed;
+  std::string reason; ///< why it failed
+  double compileSeconds = 0;
+  /// Per-call times of every sample, in ms, by the round they were taken in; the final round
+  /// is kept apart (it alone decides the winner).
+  std::vector<double> samplesMs, finalSamplesMs;
+  int rounds = 0;             ///< rounds it was measured in
+  double firstMeasuredAt = 0; ///< seconds into the session
+
+  bool failed() const {
+    return status == CandidateStatus::CompileFailed || status == CandidateStatus::Crashed ||
+           status == CandidateStatus::TimedOut || status == CandidateStatus::Wrong;
+  }
+  bool measured() const { return status == CandidateStatus::Measured; }
+};
+
+/// The median of `values` (empty: 0).
+double median(std::vector<double> values);
+/// The interquartile range of `values` over their median: the noise of a measurement.
+double relativeSpread(std::vector<double> values);
+
+} // namespace mhac
+
+#endif // MHAC_TOOLS_MHAC_TUNE_CANDIDATE_H
