@@ -35,9 +35,12 @@ struct Candidate {
   CandidateStatus status = CandidateStatus::Proposed;
   std::string reason; ///< why it failed
   double compileSeconds = 0;
-  /// Per-call times of every sample, in ms, by the round they were taken in; the final round
-  /// is kept apart (it alone decides the winner).
+  /// Per-call times of every sample, in ms; the final round's are kept apart.
   std::vector<double> samplesMs, finalSamplesMs;
+  /// Each probe's median over the default's median measured just before it: comparisons are
+  /// made on these, so that a machine that slows down or speeds up during the session does not
+  /// rank candidates by when they ran. The final round's decide the winner.
+  std::vector<double> ratios, finalRatios;
   int rounds = 0;             ///< rounds it was measured in
   double firstMeasuredAt = 0; ///< seconds into the session
 

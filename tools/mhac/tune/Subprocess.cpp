@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstring>
 
 #include <fcntl.h>
@@ -27,6 +28,42 @@ namespace mhac {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// The process groups of the running children. Children run in groups of their own (so that a
+/// time-out kills a compile's linker too), which keeps a Ctrl-C at the terminal from reaching
+/// them: the tuner's handler kills them before it dies itself.
+constexpr size_t kMaxChildren = 16;
+volatile sig_atomic_t childGroups[kMaxChildren];
+
+void killChildrenAndDie(int signal) {
+  for (size_t i = 0; i < kMaxChildren; ++i)
+    if (childGroups[i] > 0)
+      kill(-static_cast<pid_t>(childGroups[i]), SIGKILL);
+  std::signal(signal, SIG_DFL);
+  raise(signal);
+}
+
+void installSignalHandlers() {
+  static bool installed = false;
+  if (installed)
+    return;
+  installed = true;
+  for (int signal : {SIGINT, SIGTERM, SIGHUP})
+    std::signal(signal, killChildrenAndDie);
+}
+
+void trackGroup(pid_t group, bool running) {
+  for (size_t i = 0; i < kMaxChildren; ++i) {
+    if (running && childGroups[i] == 0) {
+      childGroups[i] = group;
+      return;
+    }
+    if (!running && childGroups[i] == group) {
+      childGroups[i] = 0;
+      return;
+    }
+  }
+}
 
 /// One child: its pid, the read ends of its stdout and stderr, and its result so far.
 struct Child {
@@ -72,6 +109,7 @@ bool spawn(const Command &command, Child &child) {
     child.result.err = fmt::format("cannot run {}: {}", command.argv[0], std::strerror(status));
     return false;
   }
+  trackGroup(child.pid, true);
   child.start = Clock::now();
   child.deadline = child.start + std::chrono::duration_cast<Clock::duration>(
                                      std::chrono::duration<double>(command.timeoutSeconds));
@@ -108,6 +146,7 @@ void reap(Child &child, bool timedOut) {
     while (waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
     }
   }
+  trackGroup(child.pid, false);
   child.result.seconds = std::chrono::duration<double>(Clock::now() - child.start).count();
   if (timedOut) {
     child.result.end = ProcessResult::End::TimedOut;
@@ -137,11 +176,13 @@ std::string ProcessResult::describe() const {
 }
 
 std::vector<ProcessResult> runCommands(const std::vector<Command> &commands, size_t parallel) {
+  installSignalHandlers();
   std::vector<ProcessResult> results(commands.size());
   std::vector<Child> running;
   size_t next = 0;
   while (next < commands.size() || !running.empty()) {
-    while (next < commands.size() && running.size() < std::max<size_t>(parallel, 1)) {
+    while (next < commands.size() &&
+           running.size() < std::clamp<size_t>(parallel, 1, kMaxChildren)) {
       Child child;
       child.index = next;
       if (spawn(commands[next], child))

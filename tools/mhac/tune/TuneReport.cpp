@@ -35,17 +35,12 @@ json::Array numbers(const std::vector<double> &values) {
   return array;
 }
 
-double defaultMedian(const TuneSession &session) {
-  return median(session.candidates[session.defaultId].samplesMs);
-}
-
-/// The candidates measured, as (candidate, its median over the default's).
+/// The candidates measured, as (candidate, its time over the default's).
 std::vector<std::pair<const Candidate *, double>> measuredRatios(const TuneSession &session) {
   std::vector<std::pair<const Candidate *, double>> result;
-  double base = defaultMedian(session);
   for (const Candidate &c : session.candidates)
-    if (c.measured() && base > 0)
-      result.emplace_back(&c, median(c.samplesMs) / base);
+    if (c.measured())
+      result.emplace_back(&c, c.id == session.defaultId ? 1.0 : median(c.ratios));
   return result;
 }
 
@@ -214,6 +209,8 @@ std::string reportJSON(const TuneSession &session) {
                         {"compile_s", c.compileSeconds},
                         {"samples_ms", numbers(c.samplesMs)},
                         {"final_samples_ms", numbers(c.finalSamplesMs)},
+                        {"ratios", numbers(c.ratios)},
+                        {"final_ratios", numbers(c.finalRatios)},
                         {"rounds", c.rounds},
                         {"knobs", knobsOf(c.schedule)}};
     if (c.measured())

@@ -30,6 +30,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 namespace mhac {
 namespace {
 
@@ -40,9 +42,13 @@ using Clock = std::chrono::steady_clock;
 constexpr double kBaseBudget = 10;
 /// The float64 reference's speed, for the minimum budget (a few GFLOP/s at best).
 constexpr double kReferenceFlopsPerSecond = 0.5e9;
-/// The least time a timed sample runs (mha-run --measure --sample-ms).
-constexpr long kSampleMs = 20;
-constexpr int kFirstRoundSamples = 3, kNeighbourSamples = 5, kFinalSamples = 5, kFinalRounds = 3;
+/// The least time a timed sample runs (mha-run --measure --sample-ms), and the most: a sample
+/// lasts three calls of the default between them.
+constexpr long kMinSampleMs = 20, kMaxSampleMs = 200;
+constexpr int kFirstRoundSamples = 3, kNeighbourSamples = 5, kFinalSamples = 3, kFinalRounds = 5;
+/// The default is measured again after this many probes of other candidates, so that every
+/// candidate is compared with a default measured shortly before it.
+constexpr int kProbesPerDefault = 6;
 /// Successive halving stops after this many rounds (or with two candidates left).
 constexpr int kHalvingRounds = 3;
 /// Random walks from the default in the pool, besides its neighbours.
@@ -84,7 +90,8 @@ private:
 
 /// Faults to inject, for the tuner's tests: MHAC_TUNE_FAULTS="1:crash,2:hang" replaces the first
 /// and the second probe of a candidate other than the default by a process that dies on SIGSEGV,
-/// and by one that never ends.
+/// and by one that never ends (named mhac-tune-hang-PID, PID the tuner's, for the tests to
+/// find).
 std::map<int, std::string> injectedFaults() {
   std::map<int, std::string> faults;
   std::optional<std::string> text = llvm::sys::Process::GetEnv("MHAC_TUNE_FAULTS");
@@ -137,7 +144,9 @@ private:
   bool measure(int id, int samples, bool final = false);
   double probeSeconds(int samples) const { return probeOverhead_ + samples * sampleSeconds_; }
   double finalReserve() const { return 3.0 * kFinalRounds * probeSeconds(kFinalSamples) + 1; }
-  double medianOf(int id) const { return median(candidates_[id].samplesMs); }
+  /// A candidate's time over the default's (the median of its probes' ratios); 1 for the
+  /// default itself.
+  double score(int id) const { return id == 0 ? 1 : median(candidates_[id].ratios); }
   /// The measured candidates, fastest first.
   std::vector<int> ranking() const;
   void showProgress(const std::string &phase);
@@ -150,6 +159,9 @@ private:
   KnobContext context_;
   std::map<int, std::string> faults_;
   int probes_ = 0; ///< probes of candidates other than the default so far
+  int probesSinceDefault_ = 0;
+  double defaultProbeMedian_ = 0; ///< the median of the default's latest probe
+  long sampleMs_ = kMinSampleMs;
   std::vector<Candidate> candidates_;
   std::vector<int> ranked_; ///< the pool but the default, by predicted cost
   Progress progress_;
@@ -264,6 +276,8 @@ bool Search::measure(int id, int samples, bool final) {
   Candidate &c = candidates_[id];
   if (c.status != CandidateStatus::Built && c.status != CandidateStatus::Measured)
     return false;
+  if (id != 0 && !final && probesSinceDefault_ >= kProbesPerDefault)
+    measure(0, kNeighbourSamples);
   std::vector<std::string> argv = {siblingTool("mha-run"),
                                    work_.file(fmt::format("candidate{}.so", id)),
                                    "--measure",
@@ -273,14 +287,16 @@ bool Search::measure(int id, int samples, bool final) {
                                    "--samples",
                                    std::to_string(samples),
                                    "--sample-ms",
-                                   std::to_string(kSampleMs),
+                                   std::to_string(sampleMs_),
                                    "--seed",
                                    std::to_string(options_.seed)};
   std::vector<std::string> sizes = setup_.runtimeSizeArguments();
   argv.insert(argv.end(), sizes.begin(), sizes.end());
   if (id != 0)
     if (auto fault = faults_.find(++probes_); fault != faults_.end())
-      argv = {"/bin/sh", "-c", fault->second == "hang" ? "sleep 3600" : "kill -SEGV $$"};
+      argv = {"/bin/sh", "-c",
+              fault->second == "hang" ? "while :; do sleep 1; done" : "kill -SEGV $$",
+              fmt::format("mhac-tune-hang-{}", getpid())};
   // The first probe also computes the reference; later ones are limited to ten times the
   // default's, so that a hang costs little.
   double timeout = sampleSeconds_ > 0 ? std::max(5.0, 10 * probeSeconds(samples)) : 600.0;
@@ -320,6 +336,14 @@ bool Search::measure(int id, int samples, bool final) {
   ++c.rounds;
   std::vector<double> &into = final ? c.finalSamplesMs : c.samplesMs;
   into.insert(into.end(), taken.begin(), taken.end());
+  double probeMedian = median(taken);
+  if (id == 0) {
+    defaultProbeMedian_ = probeMedian;
+    probesSinceDefault_ = 0;
+  } else {
+    ++probesSinceDefault_;
+  }
+  (final ? c.finalRatios : c.ratios).push_back(probeMedian / defaultProbeMedian_);
   if (sampleSeconds_ == 0 && id == 0) {
     // Calibration: what a probe costs besides its samples.
     double calls = object->getNumber("calls_per_sample").value_or(1);
@@ -335,7 +359,7 @@ std::vector<int> Search::ranking() const {
   for (const Candidate &c : candidates_)
     if (c.measured())
       ids.push_back(c.id);
-  std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) { return medianOf(a) < medianOf(b); });
+  std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) { return score(a) < score(b); });
   return ids;
 }
 
@@ -343,7 +367,7 @@ void Search::recordBest() {
   std::vector<int> ids = ranking();
   if (ids.empty() || !candidates_[0].measured())
     return;
-  double ratio = medianOf(ids.front()) / medianOf(0);
+  double ratio = std::min(1.0, score(ids.front()));
   if (bestOverTime_.empty() || ratio < bestOverTime_.back().second)
     bestOverTime_.emplace_back(budget_.elapsed(), ratio);
 }
@@ -359,7 +383,7 @@ void Search::showProgress(const std::string &phase) {
   std::vector<int> ids = ranking();
   if (!ids.empty() && candidates_[0].measured())
     best = fmt::format("best {:.3f}x the default (noise {:.1f}%)",
-                       medianOf(0) / medianOf(ids.front()), 100 * noise_);
+                       1 / std::min(1.0, score(ids.front())), 100 * noise_);
   progress_.update(fmt::format("mhac tune: {}: {} built, {} timed, {} failed; {}; {:.0f} s left",
                                phase, built, timed, failed, best, std::max(0.0, budget_.left())));
 }
@@ -382,8 +406,11 @@ bool Search::run() {
     fmt::print(stderr, "mhac: error: the default schedule fails: {}\n", defaults.reason);
     return false;
   }
+  sampleMs_ = std::clamp(static_cast<long>(std::ceil(3 * median(defaults.samplesMs))), kMinSampleMs,
+                         kMaxSampleMs);
   sampleSeconds_ = 0;
   candidates_[0].samplesMs.clear();
+  candidates_[0].ratios.clear();
   candidates_[0].rounds = 0;
   measure(0, kNeighbourSamples);
   noise_ = std::max(kNoiseFloor, relativeSpread(defaults.samplesMs));
@@ -413,7 +440,7 @@ bool Search::run() {
         survivors.push_back(id);
     }
     std::stable_sort(survivors.begin(), survivors.end(),
-                     [&](int a, int b) { return medianOf(a) < medianOf(b); });
+                     [&](int a, int b) { return score(a) < score(b); });
     survivors.resize(std::min(survivors.size(), std::max<size_t>(2, survivors.size() / 2)));
     if (survivors.size() <= 2 && r > 0)
       break;
@@ -444,7 +471,11 @@ bool Search::run() {
         if (candidates_[id].status != CandidateStatus::Built)
           continue;
         showProgress("neighbours");
-        if (measure(id, kNeighbourSamples) && medianOf(id) < medianOf(best) * (1 - noise_)) {
+        // A neighbour that looks faster is measured again before it becomes the best: one
+        // lucky probe must not steer the search.
+        auto faster = [&] { return score(id) < score(best) * (1 - noise_); };
+        if (measure(id, kNeighbourSamples) && faster() && measure(id, kNeighbourSamples) &&
+            faster()) {
           best = id;
           moved = true;
         }
@@ -452,34 +483,44 @@ bool Search::run() {
     }
   }
 
-  // 4. The final round: winner, runner-up and default, interleaved.
+  // 4. The final round: default, winner and runner-up, one after the other, round after round;
+  // each round's ratios to that round's default decide.
   ids = ranking();
   std::vector<int> finalists = {0};
   for (int id : ids)
     if (id != 0 && finalists.size() < 3)
       finalists.push_back(id);
-  for (int r = 0; r < kFinalRounds; ++r)
+  for (int r = 0; r < kFinalRounds; ++r) {
+    if (budget_.left() < finalists.size() * probeSeconds(kFinalSamples) + 0.5)
+      break;
     for (int id : finalists) {
-      if (budget_.left() < probeSeconds(kFinalSamples) + 0.5)
-        break;
       showProgress("final round");
       measure(id, kFinalSamples, /*final=*/true);
     }
+  }
   progress_.finish();
-  double defaultMedian = median(candidates_[0].finalSamplesMs);
-  noise_ = std::max(kNoiseFloor, relativeSpread(candidates_[0].finalSamplesMs));
   winner_ = 0;
   for (size_t i = 1; i < finalists.size(); ++i) {
     const Candidate &c = candidates_[finalists[i]];
-    if (c.measured() && !c.finalSamplesMs.empty() &&
-        (winner_ == 0 || median(c.finalSamplesMs) < median(candidates_[winner_].finalSamplesMs)))
+    if (c.measured() && c.finalRatios.size() >= 2 &&
+        (winner_ == 0 || median(c.finalRatios) < median(candidates_[winner_].finalRatios)))
       winner_ = finalists[i];
   }
-  if (winner_ != 0 && defaultMedian > 0) {
-    const Candidate &w = candidates_[winner_];
-    noise_ = std::max(noise_, relativeSpread(w.finalSamplesMs));
-    speedup_ = defaultMedian / median(w.finalSamplesMs);
-    adopted_ = median(w.finalSamplesMs) < defaultMedian * (1 - noise_);
+  if (winner_ != 0) {
+    // Robust to a round the machine disturbed: the noise is twice the standard error of the
+    // median ratio estimated from its median absolute deviation, and the winner must also have
+    // been faster in three rounds out of four.
+    const std::vector<double> &ratios = candidates_[winner_].finalRatios;
+    double middle = median(ratios);
+    std::vector<double> deviations;
+    for (double ratio : ratios)
+      deviations.push_back(std::abs(ratio - middle));
+    double n = static_cast<double>(ratios.size());
+    noise_ = std::max(kNoiseFloor, 2 * 1.4826 * median(deviations) / std::sqrt(n));
+    double fasterRounds = static_cast<double>(
+        std::count_if(ratios.begin(), ratios.end(), [](double r) { return r < 1; }));
+    speedup_ = 1 / middle;
+    adopted_ = middle < 1 - noise_ && fasterRounds >= 0.75 * n;
   }
   return true;
 }

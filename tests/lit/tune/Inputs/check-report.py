@@ -16,7 +16,8 @@ TOP = {
 }
 CANDIDATE = {
     "id": int, "origin": str, "status": str, "predicted": (int, float),
-    "compile_s": (int, float), "samples_ms": list, "final_samples_ms": list, "rounds": int,
+    "compile_s": (int, float), "samples_ms": list, "final_samples_ms": list, "ratios": list,
+    "final_ratios": list, "rounds": int,
     "knobs": dict,
 }
 STATUSES = {"proposed", "built", "compile_failed", "crashed", "timed_out", "wrong", "measured"}
