@@ -324,20 +324,18 @@ void checkProvenance(const ScheduleBlock &block, const LayerSpec &layer, const C
   if (!block.provenance)
     return;
   const Provenance &p = *block.provenance;
-  std::string fingerprint = layerFingerprint(layer);
-  if (!p.layer.empty() && p.layer != fingerprint)
+  auto warnIfOther = [&](const std::string &tunedFor, const std::string &current,
+                         std::string_view what, std::string_view thisOne) {
+    if (tunedFor.empty() || tunedFor == current)
+      return;
     diags.warning(p.loc,
-                  fmt::format("the schedule of '{}' was tuned for another layer ({}); this one is "
-                              "{}: its speed may differ, tune it again with mhac tune",
-                              block.name, p.layer, fingerprint),
+                  fmt::format("the schedule of '{}' was tuned {} ({}); {} {}: its speed may "
+                              "differ, tune it again with mhac tune",
+                              block.name, what, tunedFor, thisOne, current),
                   11);
-  std::string cpu = describeCpu(target);
-  if (!p.cpu.empty() && p.cpu != cpu)
-    diags.warning(p.loc,
-                  fmt::format("the schedule of '{}' was tuned on another CPU ({}); this target is "
-                              "{}: its speed may differ, tune it again with mhac tune",
-                              block.name, p.cpu, cpu),
-                  11);
+  };
+  warnIfOther(p.layer, layerFingerprint(layer), "for another layer", "this one is");
+  warnIfOther(p.cpu, describeCpu(target), "on another CPU", "this target is");
 }
 
 std::string printScheduleFile(const std::vector<std::pair<std::string, Schedule>> &schedules,

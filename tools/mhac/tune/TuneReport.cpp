@@ -120,15 +120,22 @@ private:
   double xMin_, xMax_, yMin_, yMax_;
 };
 
+/// The smallest and largest second elements of `pairs`, and 1 (the default's ratio).
+template <typename T>
+std::pair<double, double> ratioRange(const std::vector<std::pair<T, double>> &pairs) {
+  double low = 1, high = 1;
+  for (const auto &pair : pairs) {
+    low = std::min(low, pair.second);
+    high = std::max(high, pair.second);
+  }
+  return {low, high};
+}
+
 std::string bestOverTimePlot(const TuneSession &session) {
   const auto &points = session.bestOverTime;
   if (points.empty())
     return "<p>Nothing was measured.</p>";
-  double yMin = 1, yMax = 1;
-  for (const auto &[t, ratio] : points) {
-    yMin = std::min(yMin, ratio);
-    yMax = std::max(yMax, ratio);
-  }
+  auto [yMin, yMax] = ratioRange(points);
   Plot plot(0, session.elapsedSeconds, yMin * 0.95, yMax * 1.05);
   std::string svg = plot.frame("seconds into the session", "best time / default's", 1);
   std::string line;
@@ -144,11 +151,7 @@ std::string candidatesPlot(const TuneSession &session) {
   auto ratios = measuredRatios(session);
   if (ratios.empty())
     return "<p>Nothing was measured.</p>";
-  double yMin = 1, yMax = 1;
-  for (const auto &[c, ratio] : ratios) {
-    yMin = std::min(yMin, ratio);
-    yMax = std::max(yMax, ratio);
-  }
+  auto [yMin, yMax] = ratioRange(ratios);
   Plot plot(0, static_cast<double>(session.candidates.size()), yMin * 0.95, yMax * 1.05);
   std::string svg = plot.frame("candidate", "time / default's", 1);
   for (const auto &[c, ratio] : ratios)
