@@ -201,7 +201,7 @@ bool Search::propose(const std::optional<Schedule> &warmStart) {
   const Schedule &defaults = *resolution.schedule;
   add(defaults, "default");
   std::vector<int> first;
-  if (warmStart && !firstViolation(*warmStart, context_))
+  if (warmStart && *warmStart != defaults && !firstViolation(*warmStart, context_))
     first.push_back(add(*warmStart, "database"));
   std::vector<Schedule> pool = candidatePool(defaults, context_, options_.seed, kRandomWalks);
   size_t neighbours = mhac::neighbours(defaults, context_).size();
