@@ -20,7 +20,8 @@ static bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == 
 /// Characters that can begin a token; a run of anything else is reported as one error.
 static bool canStartToken(char c) {
   return isIdentifierStart(c) || isDigit(c) || isSpace(c) || c == '-' || c == '?' || c == '=' ||
-         c == '{' || c == '}' || c == '\n' || c == '#' || c == '"';
+         c == '{' || c == '}' || c == '\n' || c == '#' || c == '"' || c == ':' || c == ',' ||
+         c == ';';
 }
 
 std::string describeToken(const Token &token) {
@@ -102,6 +103,13 @@ Token Lexer::next() {
     break;
   case '=':
     kind = TokenKind::Equal;
+    break;
+  case ':':
+    kind = TokenKind::Colon;
+    break;
+  case ',':
+  case ';':
+    kind = TokenKind::Separator;
     break;
   case '{':
     kind = TokenKind::LBrace;

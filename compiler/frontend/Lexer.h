@@ -21,6 +21,8 @@ enum class TokenKind {
   String,     ///< `"..."` on one line, with `\"` and `\\` escapes (schedule files' paths)
   Question,   ///< `?`, a size given at run time
   Equal,      ///< `=`
+  Colon,      ///< `:`, never valid: lexed to suggest `=` in its place
+  Separator,  ///< `,` or `;`, never valid: lexed to say that entries are one per line
   LBrace,     ///< `{`
   RBrace,     ///< `}`
   Newline,    ///< end of a line: the language has one `key = value` per line

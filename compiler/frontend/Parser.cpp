@@ -140,7 +140,12 @@ bool Parser::parseEntry(EntryAST &entry) {
   entry.keyLoc = token_.loc;
   consume();
 
-  if (!token_.is(TokenKind::Equal)) {
+  if (token_.is(TokenKind::Colon)) {
+    // Recovered as if it were '=': the value after it is still checked.
+    diags_.error(token_.loc,
+                 fmt::format("expected '=' after '{}', found ':'; write '{} = VALUE'", entry.key,
+                             entry.key));
+  } else if (!token_.is(TokenKind::Equal)) {
     errorExpected(fmt::format("'=' after '{}'", entry.key));
     return false;
   }
@@ -149,6 +154,15 @@ bool Parser::parseEntry(EntryAST &entry) {
   if (!parseValue(entry.value))
     return false;
 
+  if (token_.is(TokenKind::Separator)) {
+    // Recovered as a line break, so that the entries after it are still checked.
+    diags_.error(token_.loc,
+                 fmt::format("entries are separated by line breaks, not '{}': write each 'key "
+                             "= value' on a line of its own",
+                             token_.text));
+    consume();
+    return true;
+  }
   // One entry per line; a closing brace may end the last line (`{ heads = 2 }`).
   if (!token_.is(TokenKind::Newline) && !token_.is(TokenKind::RBrace) &&
       !token_.is(TokenKind::EndOfFile)) {

@@ -138,6 +138,8 @@ private:
   bool checkValue(const EntryAST &entry, ValueRule rule);
   void checkName();
   void checkRequired(std::string_view key, std::string_view why = "");
+  /// Warns when a causal cross-attention layer has rows that see no key (S > Skv).
+  void warnAboutMaskedRows(const LayerSpec &spec);
 
   /// The entry for `key` if it was written, even with a bad value.
   const EntryAST *given(std::string_view key) const {
@@ -354,9 +356,23 @@ std::optional<LayerSpec> LayerChecker::check() {
   else if (spec.headDim > 0)
     spec.scale = 1.0 / std::sqrt(static_cast<double>(spec.headDim));
 
+  warnAboutMaskedRows(spec);
   if (failed_)
     return std::nullopt;
   return spec;
+}
+
+void LayerChecker::warnAboutMaskedRows(const LayerSpec &spec) {
+  // The causal mask is aligned to the bottom right: query i sees keys j <= i + (Skv - S).
+  const EntryAST *causal = valid("causal");
+  if (!spec.causal || !causal || spec.seq <= 0 || spec.kvSeq <= 0 || spec.seq <= spec.kvSeq)
+    return;
+  diags_.warning(causal->keyLoc,
+                 fmt::format("with causal = true, query i sees the keys j <= i - {} (seq {} minus "
+                             "kv_seq {}): the first {} rows see no key, so their attention is 0 "
+                             "and their output the output projection's bias",
+                             spec.seq - spec.kvSeq, spec.seq, spec.kvSeq, spec.seq - spec.kvSeq),
+                 causal->key.size());
 }
 
 } // namespace

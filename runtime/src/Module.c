@@ -22,6 +22,20 @@ static void report(char *error, size_t size, const char *path, const char *messa
     snprintf(error, size, "%s: %s", path, message);
 }
 
+/* Whether `path` is an ELF relocatable object (NAME.o), which dlopen refuses with a loader's
+ * message that does not say what to do. */
+static int isRelocatableObject(const char *path) {
+  unsigned char header[18];
+  FILE *file = fopen(path, "rb");
+  if (!file)
+    return 0;
+  size_t read = fread(header, 1, sizeof header, file);
+  fclose(file);
+  /* e_type (offset 16, little-endian on x86-64) is ET_REL = 1. */
+  return read == sizeof header && memcmp(header, "\x7f" "ELF", 4) == 0 && header[16] == 1 &&
+         header[17] == 0;
+}
+
 mhac_module *mhac_module_open(const char *path, char *error, size_t error_size) {
   if (!path) {
     report(error, error_size, "(null)", "no path given");
@@ -39,6 +53,12 @@ mhac_module *mhac_module_open(const char *path, char *error, size_t error_size) 
   }
   /* RTLD_LOCAL: every module defines mhac_module_layers; each must find its own. */
   void *handle = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+  if (!handle && isRelocatableObject(file)) {
+    report(error, error_size, path,
+           "an object file, not a module: compile the layers with 'mhac compile --shared' to "
+           "get a NAME.so that can be loaded (NAME.o is for linking into a program)");
+    return NULL;
+  }
   if (!handle) {
     /* dlerror() repeats the path; keep only its reason. */
     const char *reason = dlerror();

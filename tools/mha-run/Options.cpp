@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <string_view>
+#include <utility>
 
 namespace mhac {
 
@@ -80,7 +81,15 @@ std::optional<RunOptions> parseRunOptions(int argc, char **argv, int &status) {
   status = 2;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
+    // `--opt=V` as well as `--opt V`, as mhac takes them.
+    std::optional<std::string> inlineValue;
+    if (size_t equal = arg.find('='); arg.substr(0, 2) == "--" && equal != std::string_view::npos) {
+      inlineValue = std::string(arg.substr(equal + 1));
+      arg = arg.substr(0, equal);
+    }
     auto value = [&]() -> std::optional<std::string> {
+      if (inlineValue)
+        return std::exchange(inlineValue, std::nullopt);
       if (i + 1 >= argc) {
         usageError(fmt::format("{} needs a value", arg));
         return std::nullopt;
@@ -159,6 +168,10 @@ std::optional<RunOptions> parseRunOptions(int argc, char **argv, int &status) {
     }
     if (!ok)
       return std::nullopt;
+    if (inlineValue) {
+      usageError(fmt::format("{} takes no value", arg));
+      return std::nullopt;
+    }
   }
 
   if (options.modulePath.empty()) {
