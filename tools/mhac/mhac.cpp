@@ -294,7 +294,7 @@ static int compile(const CompileOptions &options) {
   if (!written)
     return fail(error);
   if (options.shared) {
-    llvm::Error linkError = linkSharedLibrary(objectPath, libraryPath);
+    llvm::Error linkError = linkSharedLibrary(objectPath, libraryPath, runtimeLibraryDir());
     llvm::sys::fs::remove(objectPath);
     if (linkError)
       return fail(llvm::toString(std::move(linkError)));
