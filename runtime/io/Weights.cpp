@@ -258,11 +258,37 @@ Expected<LayerWeights> resolveWeights(const TensorMap &tensors, const WeightExpe
   return Resolver(tensors, expected, fileName).run();
 }
 
-Expected<LayerWeights> loadWeightsFile(const std::string &path, const WeightExpectation &expected) {
+Expected<TensorMap> selectPrefix(const TensorMap &tensors, std::string_view prefix,
+                                 std::string_view fileName) {
+  TensorMap selected;
+  for (const auto &[name, tensor] : tensors)
+    if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0)
+      selected.emplace(name.substr(prefix.size()), tensor);
+  if (!selected.empty())
+    return selected;
+  std::string message = std::string(fileName) + ": no tensor name starts with " +
+                        quoteName(prefix) + " (the file has ";
+  size_t listed = 0;
+  for (const auto &entry : tensors) {
+    if (listed == 3)
+      break;
+    message += (listed++ ? ", " : "") + quoteName(entry.first);
+  }
+  message += tensors.size() > listed ? ", ...)" : ")";
+  return Error{message};
+}
+
+Expected<LayerWeights> loadWeightsFile(const std::string &path, const WeightExpectation &expected,
+                                       std::string_view prefix) {
   Expected<TensorMap> tensors = readSafetensorsFile(path);
   if (!tensors)
     return Error{tensors.error()};
-  return resolveWeights(*tensors, expected, path);
+  if (prefix.empty())
+    return resolveWeights(*tensors, expected, path);
+  Expected<TensorMap> selected = selectPrefix(*tensors, prefix, path);
+  if (!selected)
+    return Error{selected.error()};
+  return resolveWeights(*selected, expected, path + " (under " + std::string(prefix) + ")");
 }
 
 } // namespace mhac::io

@@ -56,7 +56,16 @@ Expected<LayerWeights> resolveWeights(const TensorMap &tensors, const WeightExpe
                                       std::string_view fileName);
 
 /// Reads the `.safetensors` file at `path` and resolves its weights.
-Expected<LayerWeights> loadWeightsFile(const std::string &path, const WeightExpectation &expected);
+/// The tensors of `tensors` whose names start with `prefix`, with the prefix removed: one layer
+/// of a checkpoint (`model.layers.0.self_attn.` in Hugging Face's names). Fails, listing a few
+/// names the file has, when no tensor has the prefix.
+Expected<TensorMap> selectPrefix(const TensorMap &tensors, std::string_view prefix,
+                                 std::string_view fileName);
+
+/// Reads the weights of a layer from the .safetensors file `path`, from the tensors under
+/// `prefix` (empty: all of them).
+Expected<LayerWeights> loadWeightsFile(const std::string &path, const WeightExpectation &expected,
+                                       std::string_view prefix = "");
 
 } // namespace mhac::io
 

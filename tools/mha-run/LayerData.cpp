@@ -208,7 +208,7 @@ bool readDataFiles(const mhac_layer &layer, const RunOptions &options, LayerData
   }
 
   io::Expected<io::LayerWeights> weights =
-      io::loadWeightsFile(options.weightsPath, expectationOf(layer));
+      io::loadWeightsFile(options.weightsPath, expectationOf(layer), options.weightsPrefix);
   if (!weights)
     return fail(weights.error());
   auto take = [&](io::Projection &projection, std::vector<float> &weight,

@@ -28,6 +28,8 @@ usage:
   --layer NAME        the layer to run (needed when the module has several)
   --weights FILE      .safetensors with q_proj.weight, q_proj.bias, ..., o_proj.bias, or
                       PyTorch's in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias
+  --weights-prefix P  read the tensors whose names start with P, P removed: one layer of a
+                      checkpoint of many (Hugging Face: 'model.layers.0.self_attn.')
   --input FILE        x, float32 .npy of shape [batch, seq, model_dim]
   --memory FILE       cross-attention only: float32 .npy of shape [batch, kv_seq, kv_dim]
   --kv-lens FILE      layers with kv_lens: int32 .npy of shape [batch]
@@ -127,6 +129,8 @@ std::optional<RunOptions> parseRunOptions(int argc, char **argv, int &status) {
       ok = path(options.layer);
     } else if (arg == "--weights") {
       ok = path(options.weightsPath);
+    } else if (arg == "--weights-prefix") {
+      ok = path(options.weightsPrefix);
     } else if (arg == "--input") {
       ok = path(options.inputPath);
     } else if (arg == "--memory") {
@@ -181,6 +185,10 @@ std::optional<RunOptions> parseRunOptions(int argc, char **argv, int &status) {
   bool anyFile = !options.weightsPath.empty() || !options.inputPath.empty() ||
                  !options.memoryPath.empty() || !options.kvLensPath.empty() ||
                  !options.outputPath.empty();
+  if (!options.weightsPrefix.empty() && options.weightsPath.empty()) {
+    usageError("--weights-prefix selects tensors of --weights FILE; give the file too");
+    return std::nullopt;
+  }
   if (anyFile && (options.weightsPath.empty() || options.inputPath.empty())) {
     usageError("running on files needs both --weights and --input");
     return std::nullopt;

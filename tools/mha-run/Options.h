@@ -17,6 +17,9 @@ struct RunOptions {
   std::string layer;
   // File mode.
   std::string weightsPath, inputPath, memoryPath, kvLensPath, outputPath;
+  /// --weights-prefix: the layer's tensors in a checkpoint of many (Hugging Face's
+  /// `model.layers.0.self_attn.`).
+  std::string weightsPrefix;
   // Modes on random (or file) data.
   bool check = false;
   bool list = false;

@@ -88,6 +88,12 @@ def main():
         if not args.no_bias:
             tensors[name + "_proj.bias"] = ([out], uniform(out, bound))
     write_safetensors(os.path.join(args.outdir, "weights.safetensors"), tensors)
+    # A Hugging Face checkpoint of two layers: these weights under model.layers.1.self_attn.,
+    # and other tensors (another layer's, an MLP's) that a prefix must leave out.
+    checkpoint = {f"model.layers.1.self_attn.{name}": t for name, t in tensors.items()}
+    checkpoint.update({f"model.layers.0.self_attn.{name}": t for name, t in tensors.items()})
+    checkpoint["model.layers.1.mlp.up_proj.weight"] = ([2, d], uniform(2 * d, 1.0))
+    write_safetensors(os.path.join(args.outdir, "checkpoint.safetensors"), checkpoint)
 
     if not args.cross and g == h and h * dh == d:
         pytorch = {
