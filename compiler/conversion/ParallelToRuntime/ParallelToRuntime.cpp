@@ -26,6 +26,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/StringExtras.h"
 
 namespace mhac {
 #define GEN_PASS_DEF_CONVERTPARALLELTOMHACRUNTIME
@@ -62,6 +63,24 @@ std::optional<ParallelLoop> asParallelLoop(Operation *op) {
                         forall.getMixedStep(), forall.getBody()};
   }
   return std::nullopt;
+}
+
+/// What a loop computes, from the name its location carries (MLIRGen names a layer's values:
+/// `q`, `k`, `v`, `out`, `attention`; the tiled loops keep their op's location), for its task's
+/// symbol; empty when it carries none.
+std::string roleOf(Location loc) {
+  std::string role;
+  loc->walk([&](Location inner) {
+    if (auto named = dyn_cast<NameLoc>(inner)) {
+      role = named.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  for (char &c : role)
+    if (!llvm::isAlnum(c) && c != '_')
+      c = '_';
+  return role;
 }
 
 class Outliner {
@@ -142,7 +161,13 @@ LogicalResult Outliner::outline(func::FuncOp parent, ParallelLoop loop, unsigned
   // The task function, right after its parent.
   OpBuilder moduleBuilder(ctx_);
   moduleBuilder.setInsertionPointAfter(parent);
-  std::string name = (parent.getSymName() + "_parallel_" + Twine(number)).str();
+  // NAME_q, NAME_attention, ... so that a profile or `--emit=asm` says which task is which;
+  // NAME_parallel_N for a loop that carries no name, and a number after a repeated one.
+  std::string role = roleOf(loop.op->getLoc());
+  std::string base = (parent.getSymName() + "_" + (role.empty() ? "parallel" : role)).str();
+  std::string name = role.empty() ? (base + "_" + Twine(number)).str() : base;
+  for (unsigned repeat = 1; module_.lookupSymbol(name); ++repeat)
+    name = (base + "_" + Twine(repeat)).str();
   auto task = func::FuncOp::create(moduleBuilder, loc, name, taskType_);
   task.setPrivate();
   // Internal: tasks are reached through the runtime, never by name from outside the object.

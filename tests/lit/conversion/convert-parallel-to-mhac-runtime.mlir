@@ -52,3 +52,28 @@ func.func @tiles(%m: memref<100xf32>) {
   }
   return
 }
+
+// A loop whose location carries a name (MLIRGen names a layer's values) gives its task that
+// name; a name given twice is numbered, and the name's characters kept to C identifiers'.
+// CHECK-LABEL: func.func @named_loops
+// CHECK:         constant @named_loops_attention : (!llvm.ptr, i64) -> i32
+// CHECK:         constant @named_loops_attention_1 : (!llvm.ptr, i64) -> i32
+// CHECK:         constant @named_loops_q_proj_x : (!llvm.ptr, i64) -> i32
+func.func @named_loops(%m: memref<8xf32>, %f: f32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    memref.store %f, %m[%i] : memref<8xf32>
+    scf.reduce
+  } loc(fused["attention"("layer.mha":3:7)])
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    memref.store %f, %m[%i] : memref<8xf32>
+    scf.reduce
+  } loc("attention"("layer.mha":3:7))
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    memref.store %f, %m[%i] : memref<8xf32>
+    scf.reduce
+  } loc("q-proj.x"("layer.mha":3:7))
+  return
+}
