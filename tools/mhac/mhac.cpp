@@ -19,6 +19,7 @@
 #include "compiler/target/SharedLibrary.h"
 #include "compiler/target/Target.h"
 #include "tools/mhac/CommandLine.h"
+#include "tools/mhac/CompileProgress.h"
 #include "tools/mhac/tune/Tuner.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -173,6 +174,8 @@ static int compile(const CompileOptions &options) {
   if (!layers)
     return kFailure;
   frontendScope.stop();
+  CompileProgress progress(
+      fmt::format("{}, {} layer{}", displayName, layers->size(), layers->size() == 1 ? "" : "s"));
   std::optional<EmitOutput> emitted;
   if (options.emit) {
     emitted.emplace(options);
@@ -220,6 +223,7 @@ static int compile(const CompileOptions &options) {
     abis.back().schedule = printScheduleBlock("layer", layer.name, schedules->at(layer.name));
   }
   mlir::TimingScope linalgScope = rootScope.nest("mha to linalg");
+  progress.stage("lowering mha to linalg");
   auto setup = [&](mlir::PassManager &pm) {
     pm.enableTiming(linalgScope);
     return mlir::applyPassManagerCLOptions(pm);
@@ -234,6 +238,7 @@ static int compile(const CompileOptions &options) {
     return emitted->done();
   }
   mlir::TimingScope llvmDialectScope = rootScope.nest("linalg to the LLVM dialect");
+  progress.stage("applying the schedules, lowering to the LLVM dialect");
   auto llvmDialectSetup = [&](mlir::PassManager &pm) {
     pm.enableTiming(llvmDialectScope);
     return mlir::applyPassManagerCLOptions(pm);
@@ -250,6 +255,7 @@ static int compile(const CompileOptions &options) {
   if (!machine)
     return fail(llvm::toString(machine.takeError()));
   mlir::TimingScope llvmScope = rootScope.nest("LLVM IR, optimized");
+  progress.stage("optimizing the LLVM IR");
   llvm::LLVMContext llvmContext;
   auto llvmModule = translateAndOptimize(*module, abis, **machine, target->tuneCpu, llvmContext);
   if (!llvmModule)
@@ -260,6 +266,7 @@ static int compile(const CompileOptions &options) {
     return emitted->done();
   }
   mlir::TimingScope machineCodeScope = rootScope.nest("machine code");
+  progress.stage("generating machine code");
   if (options.emit == EmitStage::Assembly || options.emit == EmitStage::Object) {
     auto kind = options.emit == EmitStage::Assembly ? llvm::CodeGenFileType::AssemblyFile
                                                     : llvm::CodeGenFileType::ObjectFile;
