@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/io/Npy.h"
+#include "tools/common/StageProgress.h"
 #include "tools/mha-run/LayerData.h"
 #include "tools/mha-run/Measure.h"
 #include "tools/mha-run/Options.h"
@@ -158,7 +159,12 @@ int run(const RunOptions &options) {
 
   int status = 0;
   if (options.check) {
-    std::vector<double> expected = referenceOutput(data);
+    std::vector<double> expected;
+    {
+      StageProgress progress("mha-run: " + std::string(layer->name));
+      progress.stage("computing the float64 reference");
+      expected = referenceOutput(data);
+    }
     double relative = reference::relativeError(out.data(), expected.data(), out.size());
     double tolerance = layer->dtype == MHAC_DTYPE_BF16 ? 2e-2 : 1e-4;
     bool ok = relative <= tolerance;

@@ -18,8 +18,8 @@
 #include "compiler/target/LoweredLayer.h"
 #include "compiler/target/SharedLibrary.h"
 #include "compiler/target/Target.h"
+#include "tools/common/StageProgress.h"
 #include "tools/mhac/CommandLine.h"
-#include "tools/mhac/CompileProgress.h"
 #include "tools/mhac/tune/Tuner.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -174,8 +174,8 @@ static int compile(const CompileOptions &options) {
   if (!layers)
     return kFailure;
   frontendScope.stop();
-  CompileProgress progress(
-      fmt::format("{}, {} layer{}", displayName, layers->size(), layers->size() == 1 ? "" : "s"));
+  StageProgress progress(fmt::format("mhac: {}, {} layer{}", displayName, layers->size(),
+                                     layers->size() == 1 ? "" : "s"));
   std::optional<EmitOutput> emitted;
   if (options.emit) {
     emitted.emplace(options);

@@ -1,10 +1,10 @@
-//===- CompileProgress.cpp - the stage a long compile is in ---------------===//
+//===- StageProgress.cpp - the stage a long command is in -----------------===//
 //
 // Part of mhac.
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/mhac/CompileProgress.h"
+#include "tools/common/StageProgress.h"
 
 #include <fmt/format.h>
 
@@ -14,15 +14,15 @@
 
 namespace mhac {
 
-/// How long a compile runs silently, and how often its line is refreshed after that.
+/// How long a command runs silently, and how often its line is refreshed after that.
 constexpr std::chrono::milliseconds kQuietTime(1000), kRefresh(250);
 
-CompileProgress::CompileProgress(std::string what) : what_(std::move(what)) {
+StageProgress::StageProgress(std::string what) : what_(std::move(what)) {
   if (isatty(STDERR_FILENO))
     watcher_ = std::thread([this] { watch(); });
 }
 
-CompileProgress::~CompileProgress() {
+StageProgress::~StageProgress() {
   if (!watcher_.joinable())
     return;
   {
@@ -33,14 +33,14 @@ CompileProgress::~CompileProgress() {
   watcher_.join();
 }
 
-void CompileProgress::watch() {
+void StageProgress::watch() {
   std::unique_lock<std::mutex> lock(mutex_);
   if (wake_.wait_for(lock, kQuietTime, [this] { return done_; }))
     return;
   size_t width = 0;
   do {
     auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    std::string line = fmt::format("mhac: {}: {} ({:.0f} s)", what_, stage_.load(), seconds);
+    std::string line = fmt::format("{}: {} ({:.0f} s)", what_, stage_.load(), seconds);
     fmt::print(stderr, "\r{:<{}}", line, std::max(line.size(), width));
     width = std::max(line.size(), width);
   } while (!wake_.wait_for(lock, kRefresh, [this] { return done_; }));
