@@ -159,7 +159,7 @@ Function *EntryPointBuilder::buildEntry(EntryKind kind) {
   params.append(sizes.size(), i64_);
   auto *type = FunctionType::get(i32_, params, false);
   Function *fn =
-      Function::Create(type, GlobalValue::ExternalLinkage, layer_.name + suffix, module_);
+      Function::Create(type, GlobalValue::ExternalLinkage, layer_.cName() + suffix, module_);
   IRBuilder<> b(BasicBlock::Create(ctx_, "entry", fn));
 
   Value *prepared = nullptr;
@@ -296,7 +296,7 @@ Function *EntryPointBuilder::buildPacked(EntryKind kind, Function *entry) {
     params.push_back(ptr_); // sizes
   auto *type = FunctionType::get(i32_, params, false);
   Function *packed =
-      Function::Create(type, GlobalValue::ExternalLinkage, layer_.name + suffix, module_);
+      Function::Create(type, GlobalValue::ExternalLinkage, layer_.cName() + suffix, module_);
   Value *tensors = packed->getArg(0);
   tensors->setName("tensors");
   Value *prepared = kind != EntryKind::Run ? packed->getArg(1) : nullptr;
@@ -385,7 +385,7 @@ Error EntryPointBuilder::buildMetadata(Function *runPacked, Function *preparePac
 
   auto *type = FunctionType::get(ptr_, {}, false);
   Function *getter =
-      Function::Create(type, GlobalValue::ExternalLinkage, layer_.name + "_metadata", module_);
+      Function::Create(type, GlobalValue::ExternalLinkage, layer_.cName() + "_metadata", module_);
   IRBuilder<> b(BasicBlock::Create(ctx_, "entry", getter));
   b.CreateRet(metadata_);
   return Error::success();

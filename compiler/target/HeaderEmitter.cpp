@@ -78,8 +78,9 @@ void emitPrepared(std::string &out, const LayerABI &layer, const std::vector<std
       " * only: concurrent calls may share it. {0}_prepare returns MHAC_OK or\n"
       " * MHAC_ERROR_NULL_POINTER; {0}_run_prepared returns what {0}_run does, except\n"
       " * MHAC_ERROR_OUT_OF_MEMORY, which it never needs. */\n",
-      layer.name);
-  out += fmt::format("#define {}_PREPARED_BYTES ((size_t){})\n", layer.name, layer.preparedBytes);
+      layer.cName());
+  out +=
+      fmt::format("#define {}_PREPARED_BYTES ((size_t){})\n", layer.cName(), layer.preparedBytes);
   auto pointerParameters = [&](EntryKind kind) {
     std::vector<std::string> params;
     for (int pointer : entryPointers(layer, kind)) {
@@ -100,17 +101,17 @@ void emitPrepared(std::string &out, const LayerABI &layer, const std::vector<std
       out += (i ? ",\n" + indent : "") + params[i];
     out += ");\n";
   };
-  declare(layer.name + "_prepare", pointerParameters(EntryKind::Prepare));
+  declare(layer.cName() + "_prepare", pointerParameters(EntryKind::Prepare));
   std::vector<std::string> params = pointerParameters(EntryKind::RunPrepared);
   for (const std::string &size : sizes)
     params.push_back("int64_t " + size);
-  declare(layer.name + "_run_prepared", params);
+  declare(layer.cName() + "_run_prepared", params);
   out += "/* The same with run_packed's array of tensors (entries not needed are not read). */\n";
-  out +=
-      fmt::format("int32_t {}_prepare_packed(void *const *tensors, void *prepared);\n", layer.name);
+  out += fmt::format("int32_t {}_prepare_packed(void *const *tensors, void *prepared);\n",
+                     layer.cName());
   out += fmt::format("int32_t {}_run_prepared_packed(void *const *tensors, const void *prepared,\n"
                      "{}const mhac_sizes *sizes);\n\n",
-                     layer.name, std::string(layer.name.size() + 29, ' '));
+                     layer.cName(), std::string(layer.cName().size() + 29, ' '));
 }
 
 /// The schedule of `layer`, as a comment that a schedule file can be cut from.
@@ -154,8 +155,8 @@ void emitLayer(std::string &out, const LayerABI &layer) {
     out += ",\n * MHAC_ERROR_BAD_KV_LENS for a kv_lens entry outside [0, kv_seq]";
   out += ".\n * `out` must not overlap the other tensors. Calls share no state.\n */\n";
 
-  out += fmt::format("int32_t {}_run(", layer.name);
-  std::string indent(layer.name.size() + 13, ' ');
+  out += fmt::format("int32_t {}_run(", layer.cName());
+  std::string indent(layer.cName().size() + 13, ' ');
   std::vector<std::string> params;
   for (const TensorABI &tensor : layer.tensors)
     params.push_back(fmt::format("{}{} *{}", tensor.isOutput ? "" : "const ",
@@ -178,10 +179,10 @@ void emitLayer(std::string &out, const LayerABI &layer) {
                   "and the\n * run-time sizes in `sizes` (may be NULL when there are none). */\n",
                   layer.tensors.size());
   out += fmt::format("int32_t {}_run_packed(void *const *tensors, const mhac_sizes *sizes);\n\n",
-                     layer.name);
+                     layer.cName());
   emitPrepared(out, layer, sizes);
   out += "/* Sizes, dtype and options of the layer; see mhac_layer in mhac/runtime.h. */\n";
-  out += fmt::format("const mhac_layer *{}_metadata(void);\n\n", layer.name);
+  out += fmt::format("const mhac_layer *{}_metadata(void);\n\n", layer.cName());
 
   out += "/* FLOPs of one call (see mhac_layer_flops). */\n";
   std::vector<std::string> sizeParams;
@@ -196,10 +197,10 @@ void emitLayer(std::string &out, const LayerABI &layer) {
         return std::string(name);
     return std::string("0");
   };
-  out += fmt::format("static inline double {}_flops({}) {{\n", layer.name, sizeList);
+  out += fmt::format("static inline double {}_flops({}) {{\n", layer.cName(), sizeList);
   out += fmt::format("  mhac_sizes sizes = {{{}, {}, {}}};\n", given("batch"), given("seq"),
                      given("kv_seq"));
-  out += fmt::format("  return mhac_layer_flops({}_metadata(), &sizes);\n}}\n\n", layer.name);
+  out += fmt::format("  return mhac_layer_flops({}_metadata(), &sizes);\n}}\n\n", layer.cName());
 }
 
 } // namespace

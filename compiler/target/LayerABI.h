@@ -37,6 +37,14 @@ struct TensorABI {
 
 struct LayerABI {
   std::string name;
+  /// Prepended to the C names of the layer's entry points, metadata getter and header macros
+  /// (`mhac compile --prefix`), so that variants of a layer compiled separately (for AVX2 and
+  /// AVX-512, say) link into one program. The layer's own name (in its metadata, for
+  /// `mha-run --layer`) does not change.
+  std::string symbolPrefix;
+
+  /// The C name the layer's symbols start with: symbolPrefix + name.
+  std::string cName() const { return symbolPrefix + name; }
   bool bf16 = false;
   int64_t modelDim = 0, heads = 0, headDim = 0, kvHeads = 0, kvDim = 0;
   int64_t batch = 0, seq = 0, kvSeq = 0; ///< kDynamicSize when given at run time

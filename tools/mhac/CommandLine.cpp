@@ -12,7 +12,9 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/Timing.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
@@ -67,6 +69,12 @@ cl::opt<std::string> schedule("schedule", cl::value_desc("FILE"), cl::sub(compil
                               cl::desc("compile with the schedules of FILE (knobs it leaves out, "
                                        "and layers it has no block for, take the target's "
                                        "defaults)"));
+
+cl::opt<std::string> prefix("prefix", cl::value_desc("P"), cl::sub(compileCommand),
+                            cl::cat(compileCategory),
+                            cl::desc("prepend P to the C names of the layers' functions "
+                                     "(P_NAME_run, ...), so that variants of a layer compiled "
+                                     "separately, for other targets, link into one program"));
 
 cl::opt<bool> shared("shared", cl::sub(compileCommand), cl::cat(compileCategory),
                      cl::desc("write a shared library NAME.so (for mha-run or dlopen) instead "
@@ -159,6 +167,8 @@ std::string missingValueMessage(StringRef name) {
     return "--target needs a value (host, x86-64-v3, x86-64-v4 or an x86-64 CPU name)";
   if (name == "schedule")
     return "--schedule needs a schedule file";
+  if (name == "prefix")
+    return "--prefix needs a value (a C identifier's start, such as avx2_)";
   return fmt::format("--{} needs a value", name.str());
 }
 
@@ -265,6 +275,17 @@ std::optional<CompileOptions> compileOptions() {
     usageError(missingValueMessage("schedule"));
     return std::nullopt;
   }
+  if (!prefix.empty()) {
+    StringRef text = prefix;
+    bool identifier = (llvm::isAlpha(text.front()) || text.front() == '_') &&
+                      llvm::all_of(text, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+    if (!identifier || text.starts_with("mhac_")) {
+      usageError(fmt::format("--prefix '{}' must start a C identifier (letters, digits and '_', "
+                             "not a digit first) and not be mhac's own 'mhac_'",
+                             text.str()));
+      return std::nullopt;
+    }
+  }
   if (emit.getNumOccurrences() > 0 && shared) {
     usageError("--shared writes a library; it cannot be combined with --emit");
     return std::nullopt;
@@ -277,6 +298,7 @@ std::optional<CompileOptions> compileOptions() {
   options.target = target;
   options.schedulePath = schedule;
   options.shared = shared;
+  options.symbolPrefix = prefix;
   return options;
 }
 

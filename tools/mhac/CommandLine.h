@@ -27,6 +27,8 @@ struct CompileOptions {
   std::string target = "host";
   std::string schedulePath; ///< a schedule file; empty: the target's defaults
   bool shared = false;      ///< write NAME.so instead of NAME.o
+  /// Prepended to the C names of every layer's functions (see LayerABI::symbolPrefix).
+  std::string symbolPrefix;
 };
 
 struct TuneOptions {

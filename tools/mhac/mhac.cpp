@@ -220,6 +220,7 @@ static int compile(const CompileOptions &options) {
   std::vector<LayerABI> abis;
   for (const LayerSpec &layer : *layers) {
     abis.push_back(describeLayer(layer));
+    abis.back().symbolPrefix = options.symbolPrefix;
     abis.back().schedule = printScheduleBlock("layer", layer.name, schedules->at(layer.name));
   }
   mlir::TimingScope linalgScope = rootScope.nest("mha to linalg");
