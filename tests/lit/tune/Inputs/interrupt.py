@@ -17,7 +17,17 @@ marker = f"mhac-tune-hang-{tuner.pid}"
 
 
 def running(pattern):
-    return subprocess.run(["pgrep", "-f", pattern], capture_output=True).returncode == 0
+    """Whether a process whose command line contains `pattern` runs (pgrep -f, from /proc)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if pattern.encode() in f.read():
+                    return True
+        except OSError:
+            pass
+    return False
 
 
 deadline = time.monotonic() + 60
