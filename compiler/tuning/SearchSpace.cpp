@@ -56,8 +56,8 @@ std::vector<Schedule> neighbours(const Schedule &center, const KnobContext &cont
   return result;
 }
 
-std::vector<Schedule> candidatePool(const Schedule &start, const KnobContext &context,
-                                    uint64_t seed, size_t walks) {
+CandidatePool candidatePool(const Schedule &start, const KnobContext &context, uint64_t seed,
+                            size_t walks) {
   std::vector<Schedule> pool{start};
   auto add = [&](const Schedule &schedule) {
     if (std::find(pool.begin(), pool.end(), schedule) == pool.end())
@@ -65,12 +65,13 @@ std::vector<Schedule> candidatePool(const Schedule &start, const KnobContext &co
   };
   for (const Schedule &neighbour : neighbours(start, context))
     add(neighbour);
+  size_t neighbourCount = pool.size() - 1;
   std::mt19937_64 random(seed);
   // Walks of a few steps stay near the default, where good schedules are; longer ones reach
   // combinations one knob at a time never would.
   for (size_t walk = 0; walk < walks; ++walk)
     add(randomWalk(start, context, random, 2 + static_cast<int>(walk % 6), WalkRange::Near));
-  return pool;
+  return {std::move(pool), neighbourCount};
 }
 
 } // namespace mhac

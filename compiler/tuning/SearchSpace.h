@@ -30,8 +30,8 @@ enum class WalkRange {
 /// `steps` random moves from `start`, a legal schedule: each gives one knob a random value among
 /// those the rules allow with the other knobs as they are (within `range`), so the result is
 /// legal too.
-Schedule randomWalk(Schedule start, const KnobContext &context, std::mt19937_64 &random,
-                    int steps, WalkRange range = WalkRange::Anywhere);
+Schedule randomWalk(Schedule start, const KnobContext &context, std::mt19937_64 &random, int steps,
+                    WalkRange range = WalkRange::Anywhere);
 
 /// The legal schedules one knob away from `center`: for every knob in table order, its legal
 /// values next to the current one (the one below and the one above; every other value of a
@@ -39,9 +39,15 @@ Schedule randomWalk(Schedule start, const KnobContext &context, std::mt19937_64 
 std::vector<Schedule> neighbours(const Schedule &center, const KnobContext &context);
 
 /// The schedules a search starts from, without duplicates, in a fixed order: `start`, its
-/// neighbours, then `walks` random walks from it drawn with `seed`.
-std::vector<Schedule> candidatePool(const Schedule &start, const KnobContext &context,
-                                    uint64_t seed, size_t walks);
+/// neighbours (the next `neighbours` schedules), then random walks from it.
+struct CandidatePool {
+  std::vector<Schedule> schedules;
+  size_t neighbours = 0;
+};
+
+/// The pool around `start`, with `walks` random walks drawn with `seed`.
+CandidatePool candidatePool(const Schedule &start, const KnobContext &context, uint64_t seed,
+                            size_t walks);
 
 } // namespace mhac
 

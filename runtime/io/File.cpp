@@ -148,4 +148,8 @@ Status writeFileAtomically(const std::string &path, const uint8_t *data, size_t 
   return Status::success();
 }
 
+Status writeFileAtomically(const std::string &path, std::string_view text) {
+  return writeFileAtomically(path, reinterpret_cast<const uint8_t *>(text.data()), text.size());
+}
+
 } // namespace mhac::io

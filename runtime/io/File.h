@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mhac::io {
@@ -27,6 +28,8 @@ Expected<std::vector<uint8_t>> readFileBytes(const std::string &path);
 /// Readers of `path` see the old file or the new one, never a partial one; on any failure the
 /// temporary file is removed and `path` is left as it was.
 Status writeFileAtomically(const std::string &path, const uint8_t *data, size_t size);
+/// The same with text (schedule files, reports).
+Status writeFileAtomically(const std::string &path, std::string_view text);
 
 } // namespace mhac::io
 

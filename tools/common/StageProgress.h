@@ -10,6 +10,8 @@
 #ifndef MHAC_TOOLS_COMMON_STAGEPROGRESS_H
 #define MHAC_TOOLS_COMMON_STAGEPROGRESS_H
 
+#include "tools/common/ProgressLine.h"
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -34,6 +36,7 @@ private:
   void watch();
 
   std::string what_;
+  ProgressLine line_;
   std::atomic<const char *> stage_{"starting"};
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::mutex mutex_;

@@ -45,7 +45,7 @@ TEST(SearchSpaceTest, EveryCandidateIsLegalAndTheSeedFixesThePool) {
          {layer(640, 8, 2, 97, true), layer(768, 12, 12, 384, false), layer(96, 1, 1, 5, false)}) {
       KnobContext context{target, &spec};
       Schedule start = defaultsFor(spec, target);
-      std::vector<Schedule> pool = candidatePool(start, context, 7, 60);
+      std::vector<Schedule> pool = candidatePool(start, context, 7, 60).schedules;
       ASSERT_FALSE(pool.empty());
       EXPECT_EQ(pool.front(), start);
       for (size_t i = 0; i < pool.size(); ++i) {
@@ -54,8 +54,8 @@ TEST(SearchSpaceTest, EveryCandidateIsLegalAndTheSeedFixesThePool) {
         for (size_t j = 0; j < i; ++j)
           EXPECT_NE(pool[i], pool[j]) << "duplicate at " << i << " and " << j;
       }
-      EXPECT_EQ(candidatePool(start, context, 7, 60), pool);
-      EXPECT_NE(candidatePool(start, context, 8, 60), pool);
+      EXPECT_EQ(candidatePool(start, context, 7, 60).schedules, pool);
+      EXPECT_NE(candidatePool(start, context, 8, 60).schedules, pool);
     }
   }
 }

@@ -41,8 +41,7 @@ struct Candidate {
   /// made on these, so that a machine that slows down or speeds up during the session does not
   /// rank candidates by when they ran. The final round's decide the winner.
   std::vector<double> ratios, finalRatios;
-  int rounds = 0;             ///< rounds it was measured in
-  double firstMeasuredAt = 0; ///< seconds into the session
+  int rounds = 0; ///< rounds it was measured in
 
   bool failed() const {
     return status == CandidateStatus::CompileFailed || status == CandidateStatus::Crashed ||

@@ -6,6 +6,8 @@
 
 #include "tools/mhac/tune/TuningDatabase.h"
 
+#include "runtime/io/File.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -75,11 +77,10 @@ llvm::Error TuningDatabase::store(const TuningKey &key, const TuningRecord &reco
                            {"compiler", record.compiler},
                            {"schedule", record.schedule},
                            {"speedup", record.speedup}};
-  // writeToOutput writes a temporary file beside the entry and renames it over the entry.
-  return llvm::writeToOutput(pathOf(key), [&](llvm::raw_ostream &os) {
-    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(entry))) << "\n";
-    return llvm::Error::success();
-  });
+  std::string text = llvm::formatv("{0:2}", llvm::json::Value(std::move(entry))).str() + "\n";
+  if (io::Status written = io::writeFileAtomically(pathOf(key), text); !written)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), written.error());
+  return llvm::Error::success();
 }
 
 } // namespace mhac

@@ -1,10 +1,10 @@
-//===- Progress.cpp - one line of progress for a long command -------------===//
+//===- ProgressLine.cpp - one line of progress for a long command ---------===//
 //
 // Part of mhac.
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/mhac/tune/Progress.h"
+#include "tools/common/ProgressLine.h"
 
 #include <fmt/format.h>
 
@@ -17,14 +17,14 @@ namespace mhac {
 /// How often a line is printed when stderr is not a terminal.
 constexpr std::chrono::seconds kLogInterval(5);
 
-Progress::Progress() : terminal_(isatty(STDERR_FILENO)) {}
+ProgressLine::ProgressLine() : terminal_(isatty(STDERR_FILENO)) {}
 
-void Progress::update(const std::string &line) {
+void ProgressLine::update(const std::string &line) {
   auto now = std::chrono::steady_clock::now();
   if (terminal_) {
     // Pad over the tail of a longer previous line.
     fmt::print(stderr, "\r{:<{}}", line, std::max(width_, line.size()));
-    width_ = line.size();
+    width_ = std::max(width_, line.size());
     shown_ = true;
     return;
   }
@@ -35,10 +35,18 @@ void Progress::update(const std::string &line) {
   shown_ = true;
 }
 
-void Progress::finish() {
+void ProgressLine::finish() {
   if (terminal_ && shown_)
     fmt::print(stderr, "\n");
   shown_ = false;
+  width_ = 0;
+}
+
+void ProgressLine::clear() {
+  if (terminal_ && shown_)
+    fmt::print(stderr, "\r{:<{}}\r", "", width_);
+  shown_ = false;
+  width_ = 0;
 }
 
 } // namespace mhac
