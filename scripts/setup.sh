@@ -11,8 +11,9 @@ packages=(
   cmake ninja-build ccache libfmt-dev libgtest-dev python3
   # The C compiler driver links shared libraries (mhac compile --shared) and the C examples.
   gcc libc6-dev pkg-config
-  # PyTorch (for the tests that compare with nn.MultiheadAttention) and NumPy, for the system Python.
-  python3-torch python3-numpy
+  # PyTorch (for the tests that compare with nn.MultiheadAttention) and NumPy, for the system Python;
+  # venv, pip and setuptools install mhac's Python package into a virtual environment of the build.
+  python3-torch python3-numpy python3-venv python3-pip python3-setuptools
 )
 
 missing=()

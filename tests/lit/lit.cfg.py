@@ -49,6 +49,14 @@ for python in ["/usr/bin/python3", "python3"]:
     except OSError:
         pass
 
+# mhac's Python package, installed into the build's virtual environment (python/CMakeLists.txt),
+# driving the build's mhac.
+package_python = os.path.join(config.mhac_obj_root, "python", "bin", "python")
+if os.path.exists(package_python):
+    config.available_features.add("python-package")
+    config.substitutions.append(("%mhac_python", package_python))
+    config.environment["MHAC_PREFIX"] = config.mhac_obj_root
+
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tools = ["mhac", "mhac-opt", "mha-run", "schedule-sampler"] + [
     ToolSubst(fuzzer, unresolved="ignore")

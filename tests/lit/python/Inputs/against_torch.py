@@ -1,0 +1,93 @@
+"""Layers compiled through the Python package against PyTorch: nn.MultiheadAttention with its
+masks, cross-attention with keys of another width, a Hugging Face style grouped-query config
+(against a float64 reference written here), and bf16."""
+
+import sys
+
+import numpy as np
+import torch
+
+import mhac
+
+torch.manual_seed(0)
+
+
+def report(name, got, want, tolerance):
+    got = got.detach().double() if isinstance(got, torch.Tensor) else torch.from_numpy(got).double()
+    want = want.detach().double()
+    error = ((got - want).abs().max() / want.abs().max()).item()
+    print(f"{name}: relative error {error:.1e}: {'ok' if error <= tolerance else 'FAILED'}")
+
+
+def self_attention():
+    mha = torch.nn.MultiheadAttention(64, 4, batch_first=True).eval()
+    layer = mhac.from_torch(mha)
+    x = torch.randn(3, 19, 64)
+    report("self", layer(x), mha(x, x, x, need_weights=False)[0], 1e-4)
+    report("self-unbatched", layer(x[1]), mha(x[1:2], x[1:2], x[1:2], need_weights=False)[0][0],
+           1e-4)
+
+
+def masks():
+    mha = torch.nn.MultiheadAttention(48, 3, batch_first=True).eval()
+    layer = mhac.from_torch(mha, seq=11, causal=True, kv_lens=True)
+    x = torch.randn(2, 11, 48)
+    lens = torch.tensor([11, 6])
+    padding = torch.arange(11)[None, :] >= lens[:, None]
+    i, j = torch.arange(11)[:, None], torch.arange(11)[None, :]
+    want = mha(x, x, x, key_padding_mask=padding, attn_mask=j > i, need_weights=False)[0]
+    report("causal-kv-lens", layer(x, kv_lens=lens), want, 1e-4)
+
+
+def cross():
+    mha = torch.nn.MultiheadAttention(32, 4, kdim=24, vdim=24, batch_first=True).eval()
+    layer = mhac.from_torch(mha)
+    x, memory = torch.randn(2, 5, 32), torch.randn(2, 13, 24)
+    report("cross-kdim", layer(x, memory), mha(x, memory, memory, need_weights=False)[0], 1e-4)
+
+
+def reference_gqa(x, w, heads, kv_heads, head_dim):
+    """float64 grouped-query attention with biases, causal, for [B, S, D] x."""
+    x = x.double()
+    q = (x @ w["q_proj.weight"].double().T + w["q_proj.bias"].double())
+    k = (x @ w["k_proj.weight"].double().T + w["k_proj.bias"].double())
+    v = (x @ w["v_proj.weight"].double().T + w["v_proj.bias"].double())
+    b, s, _ = x.shape
+    q = q.view(b, s, heads, head_dim).transpose(1, 2)
+    k = k.view(b, s, kv_heads, head_dim).transpose(1, 2).repeat_interleave(heads // kv_heads, 1)
+    v = v.view(b, s, kv_heads, head_dim).transpose(1, 2).repeat_interleave(heads // kv_heads, 1)
+    scores = q @ k.transpose(-1, -2) / head_dim ** 0.5
+    scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool).triu(1), float("-inf"))
+    o = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, heads * head_dim)
+    return o @ w["o_proj.weight"].double().T + w["o_proj.bias"].double()
+
+
+def grouped_query_config():
+    config = {"hidden_size": 96, "num_attention_heads": 6, "num_key_value_heads": 2,
+              "head_dim": 24, "attention_bias": True}
+    text = mhac.config_layer_text(config, "decoder")
+    module = mhac.compile(text)
+    # A checkpoint's names, under the prefix of one layer; Qwen2-like: no bias on o_proj.
+    w = {"q_proj.weight": torch.randn(144, 96) * 0.1, "q_proj.bias": torch.randn(144) * 0.1,
+         "k_proj.weight": torch.randn(48, 96) * 0.1, "k_proj.bias": torch.randn(48) * 0.1,
+         "v_proj.weight": torch.randn(48, 96) * 0.1, "v_proj.bias": torch.randn(48) * 0.1,
+         "o_proj.weight": torch.randn(96, 144) * 0.1}
+    checkpoint = {f"model.layers.3.self_attn.{n}": t for n, t in w.items()}
+    checkpoint["model.norm.weight"] = torch.ones(96)
+    layer = module.decoder.load_weights(checkpoint, prefix="model.layers.3.self_attn.")
+    x = torch.randn(2, 17, 96)
+    w["o_proj.bias"] = torch.zeros(96)
+    report("gqa-config", layer(x), reference_gqa(x, w, 6, 2, 24), 1e-4)
+
+
+def bf16():
+    mha = torch.nn.MultiheadAttention(64, 4, batch_first=True).eval()
+    layer = mhac.from_torch(mha, dtype="bf16")
+    x = torch.randn(2, 9, 64).bfloat16()
+    y = layer(x)
+    print(f"bf16 output: {y.dtype}")
+    report("bf16", y, mha(x.float(), x.float(), x.float(), need_weights=False)[0], 2e-2)
+
+
+for test in sys.argv[1:]:
+    globals()[test]()
