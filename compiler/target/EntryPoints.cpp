@@ -381,7 +381,7 @@ Error EntryPointBuilder::buildMetadata(Function *runPacked, Function *preparePac
   };
   metadata_ =
       new GlobalVariable(module_, layerType, /*isConstant=*/true, GlobalValue::InternalLinkage,
-                         ConstantStruct::get(layerType, fields), layer_.name + ".layer");
+                         ConstantStruct::get(layerType, fields), metadataSymbol(layer_));
 
   auto *type = FunctionType::get(ptr_, {}, false);
   Function *getter =
@@ -416,25 +416,38 @@ Error EntryPointBuilder::build() {
 
 } // namespace
 
-Error addEntryPoints(Module &module, ArrayRef<LayerABI> layers, StringRef targetFeatures) {
-  LLVMContext &ctx = module.getContext();
-  PointerType *ptr = PointerType::get(ctx, 0);
-  // The enabled features of LLVM's feature string ("+avx2,-avx512f,+fma" -> "avx2,fma"): the
-  // code may use any of them, so the runtime checks them all before running it.
+std::string enabledCpuFeatures(StringRef targetFeatures) {
   SmallVector<StringRef> enabled;
   for (StringRef feature : split(targetFeatures, ','))
     if (feature.consume_front("+"))
       enabled.push_back(feature);
-  Constant *features = ConstantDataArray::getString(ctx, join(enabled, ","));
+  return join(enabled, ",");
+}
+
+Error addEntryPoints(Module &module, ArrayRef<LayerABI> layers, StringRef targetFeatures) {
+  LLVMContext &ctx = module.getContext();
+  Constant *features = ConstantDataArray::getString(ctx, enabledCpuFeatures(targetFeatures));
   auto *featuresGlobal =
       new GlobalVariable(module, features->getType(), /*isConstant=*/true,
                          GlobalValue::PrivateLinkage, features, "mhac.cpu_features");
-  std::vector<Constant *> list;
   for (const LayerABI &layer : layers) {
     EntryPointBuilder builder(module, layer, featuresGlobal);
     if (Error error = builder.build())
       return error;
-    list.push_back(builder.metadata());
+  }
+  return Error::success();
+}
+
+Error addModuleLayerList(Module &module, ArrayRef<LayerABI> layers) {
+  LLVMContext &ctx = module.getContext();
+  PointerType *ptr = PointerType::get(ctx, 0);
+  std::vector<Constant *> list;
+  for (const LayerABI &layer : layers) {
+    GlobalVariable *metadata = module.getNamedGlobal(metadataSymbol(layer));
+    if (!metadata)
+      return createStringError(inconvertibleErrorCode(), "no metadata for layer '%s'",
+                               layer.name.c_str());
+    list.push_back(metadata);
   }
   list.push_back(ConstantPointerNull::get(ptr));
   ArrayType *listType = ArrayType::get(ptr, list.size());

@@ -26,11 +26,23 @@ namespace mhac {
 ///   int32_t NAME_run_prepared(x, [memory], prepared, [kv_lens], out, [sizes...])
 ///   their packed forms NAME_run_packed, NAME_prepare_packed, NAME_run_prepared_packed
 ///   const mhac_layer *NAME_metadata(void)
-/// and `mhac_module_layers()`, the null-terminated list of the module's layers (a weak symbol,
-/// for programs that load the module as a shared library). Each layer's metadata lists the
-/// features enabled in `targetFeatures` (LLVM's feature string the code is compiled with).
+/// Each layer's metadata (an internal global, metadataSymbol(layer)) lists the features enabled
+/// in `targetFeatures` (LLVM's feature string the code is compiled with).
 llvm::Error addEntryPoints(llvm::Module &module, llvm::ArrayRef<LayerABI> layers,
                            llvm::StringRef targetFeatures);
+
+/// Adds `mhac_module_layers()`, the null-terminated list of the metadata of `layers` (a weak
+/// symbol, for programs that load the module as a shared library). Called once the module
+/// holds the entry points of every layer: layers compiled separately are linked first.
+llvm::Error addModuleLayerList(llvm::Module &module, llvm::ArrayRef<LayerABI> layers);
+
+/// The enabled features of LLVM's feature string ("+avx2,-avx512f,+fma" -> "avx2,fma"), as
+/// mhac_layer.cpu_features lists them: code compiled with it may use any of them, so the runtime
+/// checks them all before running it.
+std::string enabledCpuFeatures(llvm::StringRef targetFeatures);
+
+/// The name of the internal global holding the mhac_layer of `layer`.
+inline std::string metadataSymbol(const LayerABI &layer) { return layer.cName() + ".layer"; }
 
 } // namespace mhac
 

@@ -89,6 +89,14 @@ Expected<CpuTarget> resolveCpuTarget(const std::string &name) {
   return cpuTarget(name, name, *features);
 }
 
+CpuTarget baselineCpuTarget() {
+  CpuTarget target;
+  target.name = "x86-64";
+  target.triple = sys::getDefaultTargetTriple();
+  target.cpu = "x86-64";
+  return target;
+}
+
 Expected<std::unique_ptr<TargetMachine>> createTargetMachine(const CpuTarget &target) {
   InitializeNativeTarget();
   InitializeNativeTargetAsmPrinter();

@@ -38,6 +38,10 @@ llvm::Expected<CpuTarget> resolveCpuTarget(const std::string &name);
 CpuTarget cpuTarget(llvm::StringRef name, llvm::StringRef cpu,
                     const llvm::StringMap<bool> &features);
 
+/// Plain x86-64, without AVX: the machine of code that every x86-64 CPU runs, such as the
+/// dispatchers of an object with variants for several targets.
+CpuTarget baselineCpuTarget();
+
 /// Creates an LLVM TargetMachine for `target`, tuned for speed (O3).
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const CpuTarget &target);
 

@@ -35,7 +35,9 @@ void StageProgress::watch() {
     return;
   do {
     auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    line_.update(fmt::format("{}: {} ({:.0f} s)", what_, stage_.load(), seconds));
+    int total = partsTotal_.load();
+    std::string parts = total > 0 ? fmt::format(", {} of {} done", partsDone_.load(), total) : "";
+    line_.update(fmt::format("{}: {}{} ({:.0f} s)", what_, stage_.load(), parts, seconds));
   } while (!wake_.wait_for(lock, kRefresh, [this] { return done_; }));
   // What follows (errors, the shell's prompt) starts at the line's beginning.
   line_.clear();

@@ -31,6 +31,11 @@ public:
 
   /// Enters stage `name` (a string literal: it is read from another thread).
   void stage(const char *name) { stage_.store(name); }
+  /// Counts the stage's parts: `done` of `total` are finished (shown as "2 of 8 done").
+  void count(int done, int total) {
+    partsTotal_.store(total);
+    partsDone_.store(done);
+  }
 
 private:
   void watch();
@@ -38,6 +43,7 @@ private:
   std::string what_;
   ProgressLine line_;
   std::atomic<const char *> stage_{"starting"};
+  std::atomic<int> partsDone_{0}, partsTotal_{0};
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -58,17 +58,25 @@ cl::opt<std::string>
                         "build/bert.h; with --emit, the file to write the stage to (default: "
                         "standard output)"));
 
-cl::opt<std::string> target("target", cl::value_desc("T"), cl::init("host"),
+cl::opt<std::string> target("target", cl::value_desc("T[,T...]"), cl::init("host"),
                             cl::sub(compileCommand), cl::cat(compileCategory),
                             cl::desc("the CPU to generate code for: host (default), x86-64-v3 "
                                      "(AVX2), x86-64-v4 (AVX-512), or an x86-64 CPU with AVX2 "
-                                     "as LLVM names it (znver4, sapphirerapids, ...)"));
+                                     "as LLVM names it (znver4, sapphirerapids, ...); several, "
+                                     "comma-separated, give one object whose functions run the "
+                                     "best variant the running CPU supports"));
 
-cl::opt<std::string> schedule("schedule", cl::value_desc("FILE"), cl::sub(compileCommand),
+cl::opt<std::string> schedule("schedule", cl::value_desc("FILE[,FILE...]"), cl::sub(compileCommand),
                               cl::cat(compileCategory),
                               cl::desc("compile with the schedules of FILE (knobs it leaves out, "
                                        "and layers it has no block for, take the target's "
-                                       "defaults)"));
+                                       "defaults); with several targets, one file per target, "
+                                       "in --target's order"));
+
+cl::opt<unsigned> jobs("j", cl::value_desc("N"), cl::Prefix, cl::sub(compileCommand),
+                       cl::cat(compileCategory),
+                       cl::desc("compile up to N layers (and targets) at once (default: every "
+                                "CPU the process may use)"));
 
 cl::opt<std::string> prefix("prefix", cl::value_desc("P"), cl::sub(compileCommand),
                             cl::cat(compileCategory),
@@ -169,6 +177,8 @@ std::string missingValueMessage(StringRef name) {
     return "--schedule needs a schedule file";
   if (name == "prefix")
     return "--prefix needs a value (a C identifier's start, such as avx2_)";
+  if (name == "j")
+    return "-j needs a number of threads";
   return fmt::format("--{} needs a value", name.str());
 }
 
@@ -195,6 +205,8 @@ bool checkArguments(llvm::ArrayRef<const char *> args, cl::SubCommand &command) 
     if (arg.size() < 2 || arg[0] != '-')
       continue; // an input file, or '-' for standard input
     auto [name, value] = arg.ltrim('-').split('=');
+    if (name.size() > 1 && name[0] == 'j' && llvm::all_of(name.drop_front(), llvm::isDigit))
+      continue; // -jN
     auto found = known.find(name);
     if (found == known.end()) {
       std::vector<std::string_view> candidates;
@@ -250,6 +262,13 @@ void printVersion(llvm::raw_ostream &os) {
   os << fmt::format("mhac {} (LLVM/MLIR {})\n", MHAC_VERSION, LLVM_VERSION_STRING);
 }
 
+/// The entries of a comma-separated list.
+std::vector<std::string> splitList(StringRef text) {
+  llvm::SmallVector<StringRef> parts;
+  text.split(parts, ',');
+  return {parts.begin(), parts.end()};
+}
+
 /// The single input file of a subcommand, or a usage error.
 std::optional<std::string> singleInput(const cl::list<std::string> &inputs, StringRef command) {
   if (inputs.empty()) {
@@ -295,8 +314,32 @@ std::optional<CompileOptions> compileOptions() {
   if (emit.getNumOccurrences() > 0)
     options.emit = emit;
   options.outputName = outputName;
-  options.target = target;
-  options.schedulePath = schedule;
+  options.targets = splitList(target);
+  if (llvm::any_of(options.targets, [](const std::string &t) { return t.empty(); })) {
+    usageError(fmt::format("--target '{}' has an empty entry", target.getValue()));
+    return std::nullopt;
+  }
+  if (options.targets.size() > 1 && options.emit && *options.emit < EmitStage::LLVMIR) {
+    usageError(fmt::format("--emit={} shows the code of one target; give one --target",
+                           emit.getParser().getOption(static_cast<unsigned>(*options.emit))));
+    return std::nullopt;
+  }
+  if (!schedule.empty()) {
+    options.schedulePaths = splitList(schedule);
+    if (options.schedulePaths.size() != options.targets.size()) {
+      usageError(fmt::format("--schedule names {} file{} for {} target{}: give one per target, "
+                             "in --target's order",
+                             options.schedulePaths.size(),
+                             options.schedulePaths.size() == 1 ? "" : "s",
+                             options.targets.size(), options.targets.size() == 1 ? "" : "s"));
+      return std::nullopt;
+    }
+  }
+  if (jobs.getNumOccurrences() > 0 && jobs == 0) {
+    usageError("-j needs a positive number of threads");
+    return std::nullopt;
+  }
+  options.jobs = jobs;
   options.shared = shared;
   options.symbolPrefix = prefix;
   return options;

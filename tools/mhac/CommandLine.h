@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mhac {
 
@@ -24,9 +25,14 @@ struct CompileOptions {
   std::optional<EmitStage> emit;
   /// NAME of the outputs; defaults to the input's stem. With `emit`, the file to print to.
   std::string outputName;
-  std::string target = "host";
-  std::string schedulePath; ///< a schedule file; empty: the target's defaults
-  bool shared = false;      ///< write NAME.so instead of NAME.o
+  /// The CPUs to generate code for; with several, one object holds a variant for each and
+  /// picks one at run time (see VariantDispatch.h).
+  std::vector<std::string> targets = {"host"};
+  /// A schedule file per target, in the order of `targets`; empty: the targets' defaults.
+  std::vector<std::string> schedulePaths;
+  bool shared = false; ///< write NAME.so instead of NAME.o
+  /// Threads that compile layers (and targets) side by side; 0: every CPU the process may use.
+  unsigned jobs = 0;
   /// Prepended to the C names of every layer's functions (see LayerABI::symbolPrefix).
   std::string symbolPrefix;
 };

@@ -20,6 +20,7 @@
 #include "compiler/target/Target.h"
 #include "tools/common/StageProgress.h"
 #include "tools/mhac/CommandLine.h"
+#include "tools/mhac/LayerCompiler.h"
 #include "tools/mhac/tune/Tuner.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -85,20 +86,20 @@ static std::string outputBase(const CompileOptions &options) {
 
 /// The schedule of every layer: from the file `--schedule` names where it has a block for the
 /// layer, the target's defaults otherwise. Errors in the file are reported in it.
-static std::optional<LayerSchedules> readSchedules(const CompileOptions &options,
+static std::optional<LayerSchedules> readSchedules(const std::string &schedulePath,
                                                    const std::vector<LayerSpec> &layers,
                                                    const CpuTarget &target) {
   std::optional<SourceFile> file;
   std::optional<DiagnosticEngine> diags;
   std::optional<ScheduleFile> schedules;
-  if (!options.schedulePath.empty()) {
-    auto buffer = llvm::MemoryBuffer::getFile(options.schedulePath, /*IsText=*/false,
+  if (!schedulePath.empty()) {
+    auto buffer = llvm::MemoryBuffer::getFile(schedulePath, /*IsText=*/false,
                                               /*RequiresNullTerminator=*/false);
     if (std::error_code error = buffer.getError()) {
-      fail(fmt::format("cannot read '{}': {}", options.schedulePath, error.message()));
+      fail(fmt::format("cannot read '{}': {}", schedulePath, error.message()));
       return std::nullopt;
     }
-    file.emplace(options.schedulePath, (*buffer)->getBuffer().str());
+    file.emplace(schedulePath, (*buffer)->getBuffer().str());
     diags.emplace(*file, std::cerr);
     schedules = readScheduleFile(*file, *diags, target);
     if (!schedules || !checkBlockNames(*schedules, layers, *diags))
@@ -153,6 +154,53 @@ private:
   std::string error_;
 };
 
+/// Prints one of the stages before LLVM IR (the schedule file, or the module in the mha
+/// dialect, after lowering to linalg, or in the LLVM dialect) for one target.
+static int emitMlirStage(EmitStage stage, const std::vector<LayerSpec> &layers,
+                         const TargetPlan &plan, const std::string &displayName,
+                         EmitOutput &emitted, StageProgress &progress,
+                         mlir::TimingScope &rootScope) {
+  if (stage == EmitStage::Schedule) {
+    std::vector<std::pair<std::string, Schedule>> ordered;
+    for (const LayerSpec &layer : layers)
+      ordered.emplace_back(layer.name, plan.schedules.at(layer.name));
+    emitted.os() << printScheduleFile(ordered, displayName, plan.target);
+    return emitted.done();
+  }
+  mlir::DialectRegistry registry;
+  registerCpuPipelineDialects(registry);
+  mlir::MLIRContext context(registry);
+  mlir::OwningOpRef<mlir::ModuleOp> module = buildModule(context, layers, displayName);
+  if (mlir::failed(mlir::verify(*module)))
+    return fail("internal error: the generated mha IR does not verify");
+  auto printFlags = mlir::OpPrintingFlags().printNameLocAsPrefix();
+  if (stage == EmitStage::Mha) {
+    module->print(emitted.os(), printFlags);
+    return emitted.done();
+  }
+  auto setup = [](mlir::TimingScope &scope) {
+    return [&scope](mlir::PassManager &pm) {
+      pm.enableTiming(scope);
+      return mlir::applyPassManagerCLOptions(pm);
+    };
+  };
+  mlir::TimingScope linalgScope = rootScope.nest("mha to linalg");
+  progress.stage("lowering mha to linalg");
+  if (mlir::failed(lowerMhaToLinalg(*module, plan.schedules, plan.target, setup(linalgScope))))
+    return fail("lowering to linalg failed");
+  linalgScope.stop();
+  if (stage == EmitStage::Linalg) {
+    module->print(emitted.os(), printFlags);
+    return emitted.done();
+  }
+  mlir::TimingScope llvmDialectScope = rootScope.nest("linalg to the LLVM dialect");
+  progress.stage("applying the schedules, lowering to the LLVM dialect");
+  if (mlir::failed(lowerLinalgToLLVMDialect(*module, plan.schedules, setup(llvmDialectScope))))
+    return fail("lowering to the LLVM dialect failed");
+  module->print(emitted.os());
+  return emitted.done();
+}
+
 static int compile(const CompileOptions &options) {
   // --mlir-timing reports the whole compilation: each stage below is a scope of its own, and the
   // pass managers nest under the lowering stages.
@@ -189,81 +237,41 @@ static int compile(const CompileOptions &options) {
     return emitted->done();
   }
 
-  // The target is checked before any work, so that a typo fails fast.
-  llvm::Expected<CpuTarget> target = resolveCpuTarget(options.target);
-  if (!target)
-    return fail(llvm::toString(target.takeError()));
-  std::optional<LayerSchedules> schedules = readSchedules(options, *layers, *target);
-  if (!schedules)
-    return kFailure;
-  if (options.emit == EmitStage::Schedule) {
-    std::vector<std::pair<std::string, Schedule>> ordered;
-    for (const LayerSpec &layer : *layers)
-      ordered.emplace_back(layer.name, schedules->at(layer.name));
-    emitted->os() << printScheduleFile(ordered, displayName, *target);
-    return emitted->done();
+  // The targets are checked before any work, so that a typo fails fast.
+  std::vector<TargetPlan> plans;
+  for (size_t i = 0; i < options.targets.size(); ++i) {
+    llvm::Expected<CpuTarget> target = resolveCpuTarget(options.targets[i]);
+    if (!target)
+      return fail(llvm::toString(target.takeError()));
+    std::optional<LayerSchedules> schedules = readSchedules(
+        options.schedulePaths.empty() ? "" : options.schedulePaths[i], *layers, *target);
+    if (!schedules)
+      return kFailure;
+    plans.push_back({std::move(*target), std::move(*schedules)});
   }
+  if (options.emit && *options.emit < EmitStage::LLVMIR)
+    return emitMlirStage(*options.emit, *layers, plans[0], displayName, *emitted, progress,
+                         rootScope);
 
-  mlir::DialectRegistry registry;
-  registerCpuPipelineDialects(registry);
-  mlir::registerAllToLLVMIRTranslations(registry);
-  mlir::MLIRContext context(registry);
-  mlir::OwningOpRef<mlir::ModuleOp> module = buildModule(context, *layers, displayName);
-  if (mlir::failed(mlir::verify(*module)))
-    return fail("internal error: the generated mha IR does not verify");
-  auto printFlags = mlir::OpPrintingFlags().printNameLocAsPrefix();
-  if (options.emit == EmitStage::Mha) {
-    module->print(emitted->os(), printFlags);
-    return emitted->done();
-  }
-
-  std::vector<LayerABI> abis;
-  for (const LayerSpec &layer : *layers) {
-    abis.push_back(describeLayer(layer));
-    abis.back().symbolPrefix = options.symbolPrefix;
-    abis.back().schedule = printScheduleBlock("layer", layer.name, schedules->at(layer.name));
-  }
-  mlir::TimingScope linalgScope = rootScope.nest("mha to linalg");
-  progress.stage("lowering mha to linalg");
-  auto setup = [&](mlir::PassManager &pm) {
-    pm.enableTiming(linalgScope);
+  LayerCompilation compilation;
+  compilation.layers = &*layers;
+  compilation.plans = std::move(plans);
+  compilation.symbolPrefix = options.symbolPrefix;
+  compilation.sourceName = displayName;
+  compilation.jobs = options.jobs;
+  compilation.setupPassManager = [](mlir::PassManager &pm) {
     return mlir::applyPassManagerCLOptions(pm);
   };
-  if (mlir::failed(lowerMhaToLinalg(*module, *schedules, *target, setup)))
-    return fail("lowering to linalg failed");
-  linalgScope.stop();
-  if (mlir::failed(readPreparedLayout(*module, abis)))
-    return fail("internal error: cannot read the layout of the prepared parameters");
-  if (options.emit == EmitStage::Linalg) {
-    module->print(emitted->os(), printFlags);
-    return emitted->done();
-  }
-  mlir::TimingScope llvmDialectScope = rootScope.nest("linalg to the LLVM dialect");
-  progress.stage("applying the schedules, lowering to the LLVM dialect");
-  auto llvmDialectSetup = [&](mlir::PassManager &pm) {
-    pm.enableTiming(llvmDialectScope);
-    return mlir::applyPassManagerCLOptions(pm);
-  };
-  if (mlir::failed(lowerLinalgToLLVMDialect(*module, *schedules, llvmDialectSetup)))
-    return fail("lowering to the LLVM dialect failed");
-  llvmDialectScope.stop();
-  if (options.emit == EmitStage::LLVMDialect) {
-    module->print(emitted->os());
-    return emitted->done();
-  }
-
-  auto machine = createTargetMachine(*target);
-  if (!machine)
-    return fail(llvm::toString(machine.takeError()));
-  mlir::TimingScope llvmScope = rootScope.nest("LLVM IR, optimized");
-  progress.stage("optimizing the LLVM IR");
   llvm::LLVMContext llvmContext;
-  auto llvmModule = translateAndOptimize(*module, abis, **machine, target->tuneCpu, llvmContext);
-  if (!llvmModule)
-    return fail(llvm::toString(llvmModule.takeError()));
-  llvmScope.stop();
+  llvm::Expected<CompiledLayers> compiled =
+      compileLayers(compilation, llvmContext, progress, rootScope);
+  if (!compiled)
+    return fail(llvm::toString(compiled.takeError()));
+  llvm::Module &llvmModule = *compiled->module;
+  llvm::TargetMachine &machine = *compiled->machine;
+  const std::vector<LayerABI> &abis = compiled->abis;
   if (options.emit == EmitStage::LLVMIR) {
-    (*llvmModule)->print(emitted->os(), nullptr);
+    llvmModule.print(emitted->os(), nullptr);
     return emitted->done();
   }
   mlir::TimingScope machineCodeScope = rootScope.nest("machine code");
@@ -271,7 +279,7 @@ static int compile(const CompileOptions &options) {
   if (options.emit == EmitStage::Assembly || options.emit == EmitStage::Object) {
     auto kind = options.emit == EmitStage::Assembly ? llvm::CodeGenFileType::AssemblyFile
                                                     : llvm::CodeGenFileType::ObjectFile;
-    if (llvm::Error error = emitMachineCode(**llvmModule, **machine, emitted->os(), kind))
+    if (llvm::Error error = emitMachineCode(llvmModule, machine, emitted->os(), kind))
       return fail(llvm::toString(std::move(error)));
     return emitted->done();
   }
@@ -294,7 +302,7 @@ static int compile(const CompileOptions &options) {
       [&](llvm::raw_ostream &os) {
         llvm::raw_pwrite_stream *stream = static_cast<llvm::raw_pwrite_stream *>(&os);
         emitError =
-            emitMachineCode(**llvmModule, **machine, *stream, llvm::CodeGenFileType::ObjectFile);
+            emitMachineCode(llvmModule, machine, *stream, llvm::CodeGenFileType::ObjectFile);
       },
       error);
   if (emitError)
