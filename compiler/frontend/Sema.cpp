@@ -1,4 +1,4 @@
-//===- Sema.cpp - checks of SPEC section 1 and default resolution --------===//
+//===- Sema.cpp - the language's checks and default resolution ------------===//
 //
 // Part of mhac.
 //
@@ -29,7 +29,7 @@ struct KeyRule {
   ValueRule rule;
 };
 
-/// Every key of SPEC section 1.
+/// Every key of the language (docs/language.md).
 constexpr KeyRule kKeyRules[] = {
     {"model_dim", ValueRule::Size},    {"heads", ValueRule::Size},
     {"head_dim", ValueRule::Size},     {"kv_heads", ValueRule::Size},

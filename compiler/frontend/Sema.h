@@ -1,4 +1,4 @@
-//===- Sema.h - checks of SPEC section 1 and default resolution -*- C++ -*-===//
+//===- Sema.h - the language's checks and default resolution ----*- C++ -*-===//
 //
 // Part of mhac.
 //

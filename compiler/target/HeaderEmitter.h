@@ -15,8 +15,8 @@
 
 namespace mhac {
 
-/// The text of NAME.h for `layers`: plain C, one documented block per layer (see SPEC
-/// section 5). `guardName` names the include guard; `source` is quoted in the banner.
+/// The text of NAME.h for `layers`: plain C, one documented block per layer (docs/running.md
+/// shows its use). `guardName` names the include guard; `source` is quoted in the banner.
 std::string emitHeader(llvm::ArrayRef<LayerABI> layers, const std::string &guardName,
                        const std::string &source);
 

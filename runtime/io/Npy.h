@@ -1,6 +1,6 @@
 //===- Npy.h - NumPy .npy tensors: a strict reader and an atomic writer -*- C++ -*-===//
 //
-// Part of mhac. mha-run's activations are `.npy` files (SPEC section 4): little-endian float32
+// Part of mhac. mha-run's activations are `.npy` files (docs/running.md): little-endian float32
 // (`<f4`) inputs and outputs in C order, and the int32 (`<i4`) `--kv-lens` array. The reader
 // accepts exactly that, from header versions 1.0, 2.0 and 3.0, and treats the file as hostile:
 // every length is checked against the bytes actually present before it is used.

@@ -1,6 +1,6 @@
 //===- Safetensors.h - a strict .safetensors reader -------------*- C++ -*-===//
 //
-// Part of mhac. mha-run's weights are `.safetensors` files (SPEC section 4): an 8-byte
+// Part of mhac. mha-run's weights are `.safetensors` files (docs/running.md): an 8-byte
 // little-endian header length, a JSON header mapping tensor names to
 // `{"dtype": ..., "shape": [...], "data_offsets": [begin, end]}` (plus an optional
 // `__metadata__` object), then the data, with offsets relative to its start. The reader parses

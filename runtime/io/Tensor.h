@@ -70,7 +70,7 @@ private:
   bool failed_ = false;
 };
 
-/// Element types of the tensor files. SPEC section 4 needs f32 tensors, bf16 weights for bf16
+/// Element types of the tensor files. mha-run's files need f32 tensors, bf16 weights for bf16
 /// layers and the int32 `--kv-lens` array.
 enum class DType : uint8_t { F32, BF16, I32 };
 

@@ -1,4 +1,4 @@
-//===- Weights.cpp - a layer's projection weights by SPEC names -----------===//
+//===- Weights.cpp - a layer's projection weights by name -----------------===//
 //
 // Part of mhac.
 //

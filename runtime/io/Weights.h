@@ -1,6 +1,6 @@
-//===- Weights.h - a layer's projection weights by SPEC names ---*- C++ -*-===//
+//===- Weights.h - a layer's projection weights by name --------*- C++ -*-===//
 //
-// Part of mhac. SPEC section 4 names a layer's weights `q_proj.weight`, `q_proj.bias`, ...,
+// Part of mhac. docs/running.md names a layer's weights `q_proj.weight`, `q_proj.bias`, ...,
 // `o_proj.bias`, or, for self-attention whose projections are all [D, D], PyTorch's
 // `nn.MultiheadAttention` names `in_proj_weight` [3D, D], `in_proj_bias` [3D], `out_proj.weight`
 // and `out_proj.bias`. Resolution checks the tensors against the shapes the compiled layer
@@ -26,7 +26,7 @@ struct ProjectionShape {
   int64_t inFeatures = 0;
 };
 
-/// What a compiled layer expects (SPEC section 2): Wq [H·Dh, D], Wk and Wv [Hkv·Dh, kv_dim],
+/// What a compiled layer expects (docs/language.md): Wq [H·Dh, D], Wk and Wv [Hkv·Dh, kv_dim],
 /// Wo [D, H·Dh].
 struct WeightExpectation {
   ProjectionShape q, k, v, o;

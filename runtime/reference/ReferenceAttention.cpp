@@ -1,6 +1,6 @@
 //===- ReferenceAttention.cpp - the float64 oracle of one layer -----------===//
 //
-// Part of mhac. Written to be read against SPEC section 2 line by line; speed matters only so far
+// Part of mhac. Written to be read against docs/language.md's definition line by line; speed matters only so far
 // as the end-to-end tests run it on real sizes (B=2, S=197, D=768), hence the projections computed
 // once into float64 buffers with a vectorizable inner loop.
 //
@@ -67,7 +67,7 @@ std::vector<double> linear(const T *x, int64_t rows, int64_t in, const float *w,
   return y;
 }
 
-/// Number of keys that query row `i` of batch `b` may attend to. Both masks of SPEC section 2
+/// Number of keys that query row `i` of batch `b` may attend to. Both masks of the definition
 /// keep a prefix of the keys (causal: j <= i + (Skv - S); kv_lens: j < kv_lens[b]), so the
 /// unmasked keys are exactly j in [0, end).
 int64_t unmaskedKeys(const Sizes &sizes, bool causal, const int32_t *kvLens, int64_t b, int64_t i) {

@@ -1,6 +1,6 @@
 //===- ReferenceAttention.h - the float64 oracle of one layer ---*- C++ -*-===//
 //
-// Part of mhac. Computes what SPEC section 2 says a layer computes, in float64 and in the most
+// Part of mhac. Computes what docs/language.md says a layer computes, in float64 and in the most
 // direct form, so that generated code has something trustworthy to be compared against (the
 // end-to-end tests, `mha-run --check`). It takes plain data and depends on nothing in the
 // compiler, so that tools and tests can link it alone.
@@ -15,7 +15,7 @@
 
 namespace mhac::reference {
 
-/// Sizes and options of one layer; names follow SPEC section 1, and every size must be known
+/// Sizes and options of one layer; names follow the language's keys, and every size must be known
 /// (no `?`). Preconditions: all sizes are positive and `heads % kvHeads == 0`.
 ///
 /// Self-attention takes keys and values from x itself, so unless `cross` the fields `kvSeq` and
@@ -32,12 +32,12 @@ struct LayerShape {
   bool cross = false;   ///< keys and values are computed from `memory` instead of x
   bool causal = false;  ///< mask key j for query i when j > i + (Skv - S)
   bool bias = true;     ///< the four projections have biases
-  /// Multiplier of the scores. No default is applied here: SPEC's `1/sqrt(head_dim)` is the
+  /// Multiplier of the scores. No default is applied here: the language's `1/sqrt(head_dim)` is the
   /// caller's to pass, so that a layer with an explicit `scale` is checked as written.
   double scale = 1.0;
 };
 
-/// Pointers to row-major float32 tensors with the shapes of SPEC section 2:
+/// Pointers to row-major float32 tensors with the shapes of the definition:
 /// x [B, S, D], memory [B, Skv, kv_dim], wq [H*Dh, D], wk and wv [Hkv*Dh, kv_dim],
 /// wo [D, H*Dh], bq [H*Dh], bk and bv [Hkv*Dh], bo [D], kvLens [B].
 ///
@@ -57,14 +57,14 @@ struct LayerTensors {
   const int32_t *kvLens = nullptr;
 };
 
-/// Computes out [B, S, D] of SPEC section 2 in float64 (inputs and weights are widened exactly
+/// Computes out [B, S, D] of the definition in float64 (inputs and weights are widened exactly
 /// from float32). `kv_lens` entries are clamped to [0, Skv]. A query row whose keys are all masked
 /// (by `kv_lens`, or by `causal` when S > Skv) has a = 0, so its output row is exactly bo (or 0
 /// without bias). The softmax subtracts the row maximum, so scores of any magnitude that float64
-/// holds (SPEC asks for |s| up to 1e4) neither overflow nor underflow to 0/0.
+/// holds (the definition promises |s| up to 1e4) neither overflow nor underflow to 0/0.
 void computeLayer(const LayerShape &shape, const LayerTensors &tensors, double *out);
 
-/// The error measure of SPEC section 2: max |got - ref| / max |ref|, with a denominator of 1 when
+/// The error measure of the definition: max |got - ref| / max |ref|, with a denominator of 1 when
 /// every |ref| is 0 (the error is then absolute). Returns +inf if any entry of `got` (or of `ref`)
 /// is NaN or infinite, so that NaN never passes a `<=` tolerance check; returns 0 when `count`
 /// is 0.

@@ -1,7 +1,7 @@
 //===- mha-run.cpp - run, check and time compiled layers ------------------===//
 //
 // Part of mhac. Loads a module written by `mhac compile --shared` and runs one of its layers,
-// on files (SPEC section 4) or on random data; checks the result against the float64
+// on files (docs/running.md) or on random data; checks the result against the float64
 // reference and times it.
 //
 //===----------------------------------------------------------------------===//

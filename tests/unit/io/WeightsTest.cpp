@@ -1,4 +1,4 @@
-//===- WeightsTest.cpp - resolving a layer's weights by SPEC names ---------===//
+//===- WeightsTest.cpp - resolving a layer's weights by name --------------===//
 //
 // Part of mhac.
 //
@@ -48,7 +48,7 @@ WeightExpectation crossAttention() {
   return expected;
 }
 
-/// The SPEC's own names for `expected`, each tensor counting up from a distinct start.
+/// mhac's own names for `expected`, each tensor counting up from a distinct start.
 TensorMap nativeTensors(const WeightExpectation &expected) {
   TensorMap tensors;
   const char *names[] = {"q", "k", "v", "o"};

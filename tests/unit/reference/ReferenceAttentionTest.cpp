@@ -1,8 +1,8 @@
-//===- ReferenceAttentionTest.cpp - the oracle against SPEC section 2 -----===//
+//===- ReferenceAttentionTest.cpp - the oracle against the definition -----===//
 //
 // Part of mhac. The reference is what every generated kernel is judged by, so it is checked three
 // ways: against cases small enough to compute by hand, against a second, deliberately naive
-// implementation of the formulas, and against identities SPEC implies (GQA is MHA with repeated
+// implementation of the formulas, and against identities the definition implies (GQA is MHA with repeated
 // heads, kv_lens is a shorter memory, causal is bottom-right aligned).
 //
 //===----------------------------------------------------------------------===//
@@ -25,7 +25,7 @@ using namespace mhac::reference;
 
 namespace {
 
-/// A self-attention shape with SPEC's defaults: Hkv = H, scale = 1/sqrt(Dh), biases.
+/// A self-attention shape with the language's defaults: Hkv = H, scale = 1/sqrt(Dh), biases.
 LayerShape selfShape(int64_t batch, int64_t seq, int64_t modelDim, int64_t heads, int64_t headDim) {
   LayerShape shape;
   shape.batch = batch;
@@ -50,7 +50,7 @@ LayerShape crossShape(int64_t batch, int64_t seq, int64_t kvSeq, int64_t modelDi
   return shape;
 }
 
-/// A layer that owns its tensors (row-major, shapes of SPEC section 2).
+/// A layer that owns its tensors (row-major, shapes of the definition).
 struct Layer {
   LayerShape shape;
   std::vector<float> x, memory, wq, bq, wk, bk, wv, bv, wo, bo;
@@ -119,7 +119,7 @@ struct Layer {
   }
 };
 
-/// SPEC section 2 evaluated as literally as possible, in long double: every projection element is
+/// The definition (docs/language.md) evaluated as literally as possible, in long double: every projection element is
 /// recomputed where it is used, the masks are tested key by key as written, and the softmax is
 /// formed from the listed unmasked scores. Slow, and shares no structure with computeLayer.
 std::vector<double> naiveLayer(const Layer &layer) {
@@ -410,7 +410,7 @@ TEST(ReferenceAttention, LargeScoresStayFiniteAndPickTheMaximum) {
 }
 
 //===----------------------------------------------------------------------===//
-// Identities SPEC implies
+// Identities the definition implies
 //===----------------------------------------------------------------------===//
 
 /// The multi-head layer equal to a grouped-query one: K/V head g's weight rows and biases are

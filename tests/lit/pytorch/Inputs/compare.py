@@ -6,7 +6,7 @@ usage: compare.py MHA_RUN MODULE.so LAYER WORKDIR --model-dim D --heads H --batc
 
 Self-attention weights are saved straight from the module's state_dict (PyTorch's in_proj_weight
 names); cross-attention with kdim != embed_dim has separate q/k/v weights in PyTorch, saved under
-SPEC's q_proj.weight names. Prints the relative error and exits 1 past SPEC's f32 tolerance.
+mhac's q_proj.weight names. Prints the relative error and exits 1 past the f32 tolerance.
 """
 import argparse
 import importlib.util
