@@ -29,14 +29,24 @@ StageProgress::~StageProgress() {
   watcher_.join();
 }
 
+void StageProgress::parts(std::string active, int done, int total) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  activeParts_ = std::move(active);
+  partsDone_ = done;
+  partsTotal_ = total;
+}
+
 void StageProgress::watch() {
   std::unique_lock<std::mutex> lock(mutex_);
   if (wake_.wait_for(lock, kQuietTime, [this] { return done_; }))
     return;
   do {
     auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    int total = partsTotal_.load();
-    std::string parts = total > 0 ? fmt::format(", {} of {} done", partsDone_.load(), total) : "";
+    std::string parts;
+    if (partsTotal_ > 0)
+      parts = fmt::format(" {}({} of {} done)",
+                          activeParts_.empty() ? "" : fmt::format("[{}] ", activeParts_),
+                          partsDone_, partsTotal_);
     line_.update(fmt::format("{}: {}{} ({:.0f} s)", what_, stage_.load(), parts, seconds));
   } while (!wake_.wait_for(lock, kRefresh, [this] { return done_; }));
   // What follows (errors, the shell's prompt) starts at the line's beginning.

@@ -31,11 +31,9 @@ public:
 
   /// Enters stage `name` (a string literal: it is read from another thread).
   void stage(const char *name) { stage_.store(name); }
-  /// Counts the stage's parts: `done` of `total` are finished (shown as "2 of 8 done").
-  void count(int done, int total) {
-    partsTotal_.store(total);
-    partsDone_.store(done);
-  }
+  /// The stage's parts: those running now (`active`, "wide, causal"), and `done` of `total`
+  /// finished; a `total` of 0 shows none.
+  void parts(std::string active, int done, int total);
 
 private:
   void watch();
@@ -43,11 +41,12 @@ private:
   std::string what_;
   ProgressLine line_;
   std::atomic<const char *> stage_{"starting"};
-  std::atomic<int> partsDone_{0}, partsTotal_{0};
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::mutex mutex_;
   std::condition_variable wake_;
   bool done_ = false;
+  std::string activeParts_; ///< guarded by mutex_, as are the counts
+  int partsDone_ = 0, partsTotal_ = 0;
   std::thread watcher_;
 };
 

@@ -34,7 +34,8 @@
 #include "llvm/Target/TargetMachine.h"
 
 #include <algorithm>
-#include <atomic>
+#include <functional>
+#include <mutex>
 
 using namespace llvm;
 
@@ -46,6 +47,8 @@ struct Unit {
   const LayerSpec *layer = nullptr;
   const TargetPlan *plan = nullptr;
   LayerABI abi;
+  /// The step it is in, for the progress line (a string literal).
+  const char *step = "starting";
   SmallVector<char, 0> bitcode;
   std::string error;
 };
@@ -55,8 +58,9 @@ struct StageTimers {
   mlir::TimingScope linalg, llvmDialect, llvmIR;
 };
 
+/// Compiles `unit`, calling `enter` with the name of each step it starts.
 Error compileUnit(Unit &unit, const LayerCompilation &compilation, bool threadedContext,
-                  StageTimers &timers) {
+                  StageTimers &timers, const std::function<void(const char *)> &enter) {
   mlir::DialectRegistry registry;
   registerCpuPipelineDialects(registry);
   mlir::registerAllToLLVMIRTranslations(registry);
@@ -74,6 +78,7 @@ Error compileUnit(Unit &unit, const LayerCompilation &compilation, bool threaded
     };
   };
   const TargetPlan &plan = *unit.plan;
+  enter("to linalg");
   if (mlir::failed(lowerMhaToLinalg(*module, plan.schedules, plan.target, setup(timers.linalg))))
     return createStringError(inconvertibleErrorCode(), "lowering to linalg failed");
   std::vector<LayerABI> abis{unit.abi};
@@ -81,11 +86,13 @@ Error compileUnit(Unit &unit, const LayerCompilation &compilation, bool threaded
     return createStringError(inconvertibleErrorCode(),
                              "internal error: cannot read the layout of the prepared parameters");
   unit.abi = abis[0];
+  enter("to the LLVM dialect");
   if (mlir::failed(lowerLinalgToLLVMDialect(*module, plan.schedules, setup(timers.llvmDialect))))
     return createStringError(inconvertibleErrorCode(), "lowering to the LLVM dialect failed");
   auto machine = createTargetMachine(plan.target);
   if (!machine)
     return machine.takeError();
+  enter("LLVM IR");
   mlir::TimingScope llvmScope = timers.llvmIR.nest("LLVM IR, optimized");
   LLVMContext llvmContext;
   auto llvmModule =
@@ -105,12 +112,35 @@ void runUnits(std::vector<Unit> &units, const LayerCompilation &compilation,
   threads = std::max(1u, std::min<unsigned>(threads, units.size()));
   // A single unit keeps MLIR's own threads (its functions' passes run side by side).
   bool threadedContext = units.size() == 1 && compilation.jobs != 1;
-  std::atomic<int> done{0};
-  progress.count(0, static_cast<int>(units.size()));
+  // The units running now, for the progress line.
+  std::mutex mutex;
+  std::vector<const Unit *> active;
+  int done = 0;
+  auto report = [&] {
+    std::string names;
+    for (const Unit *unit : active)
+      names += (names.empty() ? "" : ", ") + unit->layer->name +
+               (compilation.plans.size() > 1 ? " for " + unit->plan->target.name : "") + ": " +
+               unit->step;
+    progress.parts(names, done, static_cast<int>(units.size()));
+  };
   auto run = [&](Unit &unit) {
-    if (Error error = compileUnit(unit, compilation, threadedContext, timers))
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      active.push_back(&unit);
+      report();
+    }
+    auto enter = [&](const char *step) {
+      std::lock_guard<std::mutex> lock(mutex);
+      unit.step = step;
+      report();
+    };
+    if (Error error = compileUnit(unit, compilation, threadedContext, timers, enter))
       unit.error = toString(std::move(error));
-    progress.count(++done, static_cast<int>(units.size()));
+    std::lock_guard<std::mutex> lock(mutex);
+    llvm::erase(active, &unit);
+    ++done;
+    report();
   };
   if (threads == 1) {
     for (Unit &unit : units)
@@ -192,7 +222,7 @@ Expected<CompiledLayers> compileLayers(const LayerCompilation &compilation, LLVM
                        timing.nest("LLVM IR")};
     runUnits(units, compilation, progress, timers);
   }
-  progress.count(0, 0);
+  progress.parts("", 0, 0);
   for (const Unit &unit : units)
     if (!unit.error.empty())
       return createStringError(inconvertibleErrorCode(), "%s", unit.error.c_str());
