@@ -74,14 +74,14 @@ private:
 };
 
 Function *DispatchBuilder::buildSelector() {
-  auto *chosen = new GlobalVariable(module_, i32_, /*isConstant=*/false,
-                                    GlobalValue::InternalLinkage, ConstantInt::getSigned(i32_, -1),
-                                    "mhac.variant");
-  FunctionCallee missing = module_.getOrInsertFunction(
-      "mhac_missing_cpu_feature", FunctionType::get(ptr_, {ptr_}, false));
-  Function *selector = Function::Create(FunctionType::get(i32_, {}, false),
-                                        GlobalValue::InternalLinkage, "mhac.select_variant",
-                                        module_);
+  auto *chosen =
+      new GlobalVariable(module_, i32_, /*isConstant=*/false, GlobalValue::InternalLinkage,
+                         ConstantInt::getSigned(i32_, -1), "mhac.variant");
+  FunctionCallee missing = module_.getOrInsertFunction("mhac_missing_cpu_feature",
+                                                       FunctionType::get(ptr_, {ptr_}, false));
+  Function *selector =
+      Function::Create(FunctionType::get(i32_, {}, false), GlobalValue::InternalLinkage,
+                       "mhac.select_variant", module_);
   auto *entry = BasicBlock::Create(ctx_, "entry", selector);
   auto *select = BasicBlock::Create(ctx_, "select", selector);
   b_.SetInsertPoint(entry);

@@ -51,10 +51,11 @@ llvm::Expected<std::vector<PublicFunction>> hideAsVariant(llvm::Module &module,
                                                           llvm::StringRef tag);
 
 /// Adds to `module`, which holds the hidden `variants` (best first), a dispatcher for each of
-/// `functions`, and makes the variants' functions internal. A dispatcher runs the first variant whose features the running CPU has. When none fits,
-/// a function returning a status returns MHAC_ERROR_UNSUPPORTED_CPU, and one returning a
-/// pointer (a layer's metadata, the module's layer list) calls the last variant, so that the
-/// runtime's check of the metadata names the missing feature.
+/// `functions`, and makes the variants' functions internal. A dispatcher runs the first variant
+/// whose features the running CPU has. When none fits, a function returning a status returns
+/// MHAC_ERROR_UNSUPPORTED_CPU, and one returning a pointer (a layer's metadata, the module's layer
+/// list) calls the last variant, so that the runtime's check of the metadata names the missing
+/// feature.
 llvm::Error addVariantDispatch(llvm::Module &module, llvm::ArrayRef<CodeVariant> variants,
                                llvm::ArrayRef<PublicFunction> functions);
 

@@ -17,6 +17,9 @@ class CompileWarning(UserWarning):
     """A warning of `mhac compile` (a causal cross layer whose first rows see no key, ...)."""
 
 
+CompileWarning.__module__ = "mhac"
+
+
 class Module:
     """A shared library written by `mhac compile --shared`, opened: its layers by name, as
     `module["bert"]` or `module.bert`, in file order by iteration."""

@@ -24,3 +24,8 @@ class RunError(Error):
 
 class WeightError(Error, ValueError):
     """The weights given to a layer do not fit it: a missing, unknown or misshaped tensor."""
+
+
+# Tracebacks name them as the package exports them (mhac.Error, not mhac._errors.Error).
+for _exception in (Error, CompileError, RunError, WeightError):
+    _exception.__module__ = "mhac"

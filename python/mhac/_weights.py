@@ -88,36 +88,31 @@ def to_element(value, element):
     return np.where(np.isnan(value), np.uint16(0x7FC0), rounded)
 
 
+def _split_in_three(tensors, name, rank, expected, kind, found, taken):
+    """in_proj_weight [3*D, D] or in_proj_bias [3*D]: the q, k and v thirds, as `kind`."""
+    if name not in tensors:
+        return
+    taken.add(name)
+    value = _as_numpy(tensors[name], name)
+    if len(value.shape) != rank or value.shape[0] % 3:
+        raise WeightError(f"{name} has shape {list(value.shape)}; expected {expected}")
+    rows = value.shape[0] // 3
+    for i, p in enumerate("qkv"):
+        part = (Bf16Bits(value.bits[i * rows:(i + 1) * rows]) if isinstance(value, Bf16Bits)
+                else value[i * rows:(i + 1) * rows])
+        found[f"{p}.{kind}"] = part
+
+
 def _pytorch_names(tensors, taken):
     """Projections given under nn.MultiheadAttention's names."""
     found = {}
-    if "in_proj_weight" in tensors:
-        taken.add("in_proj_weight")
-        weight = _as_numpy(tensors["in_proj_weight"], "in_proj_weight")
-        if len(weight.shape) != 2 or weight.shape[0] % 3:
-            raise WeightError(f"in_proj_weight has shape {list(weight.shape)}; expected [3*D, D]")
-        rows = weight.shape[0] // 3
-        for i, p in enumerate("qkv"):
-            found[f"{p}.weight"] = _slice(weight, i * rows, rows)
+    _split_in_three(tensors, "in_proj_weight", 2, "[3*D, D]", "weight", found, taken)
     for p in "qkv":
         if f"{p}_proj_weight" in tensors:
             taken.add(f"{p}_proj_weight")
             found[f"{p}.weight"] = tensors[f"{p}_proj_weight"]
-    if "in_proj_bias" in tensors:
-        taken.add("in_proj_bias")
-        bias = _as_numpy(tensors["in_proj_bias"], "in_proj_bias")
-        if len(bias.shape) != 1 or bias.shape[0] % 3:
-            raise WeightError(f"in_proj_bias has shape {list(bias.shape)}; expected [3*D]")
-        rows = bias.shape[0] // 3
-        for i, p in enumerate("qkv"):
-            found[f"{p}.bias"] = _slice(bias, i * rows, rows)
+    _split_in_three(tensors, "in_proj_bias", 1, "[3*D]", "bias", found, taken)
     return found
-
-
-def _slice(value, start, rows):
-    if isinstance(value, Bf16Bits):
-        return Bf16Bits(value.bits[start:start + rows])
-    return value[start:start + rows]
 
 
 def resolve(tensors, expected, has_bias, prefix=""):

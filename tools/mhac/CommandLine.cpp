@@ -330,8 +330,8 @@ std::optional<CompileOptions> compileOptions() {
       usageError(fmt::format("--schedule names {} file{} for {} target{}: give one per target, "
                              "in --target's order",
                              options.schedulePaths.size(),
-                             options.schedulePaths.size() == 1 ? "" : "s",
-                             options.targets.size(), options.targets.size() == 1 ? "" : "s"));
+                             options.schedulePaths.size() == 1 ? "" : "s", options.targets.size(),
+                             options.targets.size() == 1 ? "" : "s"));
       return std::nullopt;
     }
   }

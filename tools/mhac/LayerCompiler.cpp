@@ -107,8 +107,8 @@ Error compileUnit(Unit &unit, const LayerCompilation &compilation, bool threaded
 /// Runs every unit, `jobs` at a time.
 void runUnits(std::vector<Unit> &units, const LayerCompilation &compilation,
               StageProgress &progress, StageTimers &timers) {
-  unsigned threads = compilation.jobs ? compilation.jobs
-                                      : hardware_concurrency().compute_thread_count();
+  unsigned threads =
+      compilation.jobs ? compilation.jobs : hardware_concurrency().compute_thread_count();
   threads = std::max(1u, std::min<unsigned>(threads, units.size()));
   // A single unit keeps MLIR's own threads (its functions' passes run side by side).
   bool threadedContext = units.size() == 1 && compilation.jobs != 1;
@@ -158,10 +158,9 @@ Expected<std::unique_ptr<Module>> linkTarget(ArrayRef<Unit *> units, LLVMContext
   std::unique_ptr<Module> linked;
   std::vector<LayerABI> abis;
   for (Unit *unit : units) {
-    auto module = parseBitcodeFile(MemoryBufferRef(StringRef(unit->bitcode.data(),
-                                                             unit->bitcode.size()),
-                                                   unit->layer->name),
-                                   context);
+    auto module = parseBitcodeFile(
+        MemoryBufferRef(StringRef(unit->bitcode.data(), unit->bitcode.size()), unit->layer->name),
+        context);
     if (!module)
       return module.takeError();
     abis.push_back(unit->abi);
@@ -260,8 +259,9 @@ Expected<CompiledLayers> compileLayers(const LayerCompilation &compilation, LLVM
     // The best variant is tried first: the one with the most features (x86-64-v4 before
     // x86-64-v3); the order of --target decides between equals.
     auto count = [](const CodeVariant &v) { return llvm::count(v.cpuFeatures, ',') + 1; };
-    std::stable_sort(variants.begin(), variants.end(),
-                     [&](const CodeVariant &a, const CodeVariant &b) { return count(a) > count(b); });
+    std::stable_sort(
+        variants.begin(), variants.end(),
+        [&](const CodeVariant &a, const CodeVariant &b) { return count(a) > count(b); });
     if (Error error = addVariantDispatch(*result.module, variants, publicFunctions))
       return std::move(error);
   }

@@ -43,8 +43,8 @@ struct LayerCompilation {
   const std::vector<LayerSpec> *layers = nullptr;
   std::vector<TargetPlan> plans; ///< in --target's order
   std::string symbolPrefix;
-  std::string sourceName;       ///< for locations in the IR
-  unsigned jobs = 0;            ///< 0: every CPU the process may use
+  std::string sourceName; ///< for locations in the IR
+  unsigned jobs = 0;      ///< 0: every CPU the process may use
   /// Applies MLIR's command-line options (timing, IR printing) to each pass manager.
   PassManagerSetup setupPassManager;
 };
