@@ -9,6 +9,24 @@
 
 include "mlir/Pass/PassBase.td"
 
+def WidenBf16Layer : Pass<"mhac-widen-bf16-layer", "mlir::func::FuncOp"> {
+  let summary = "Run a bf16 layer in f32: widen its tensors at entry, round its result at exit";
+  let description = [{
+    On a layer function in the mha dialect whose tensors are bf16, widens every bf16 argument
+    to f32 once (a `linalg.generic` of `arith.extf`), makes every mha op compute and return
+    f32, and rounds the returned value to bf16 (round to nearest even). The layer then runs the
+    f32 kernels, with its intermediates (queries, keys, values, attention) in f32: on CPUs
+    without bf16 arithmetic this is the fast path (the schedule's `bf16_compute = f32`). The
+    arguments it widens for an mha.linear's weight or bias are marked `mhac.parameter`, so that
+    the weight preparation widens the weights once, into f32 panels.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::linalg::LinalgDialect",
+    "mlir::tensor::TensorDialect",
+  ];
+}
+
 def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
   let summary = "Lower mha.linear to a linalg matmul whose accumulator starts at the bias";
   let description = [{

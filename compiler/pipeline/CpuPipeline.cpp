@@ -93,6 +93,8 @@ LogicalResult lowerMhaToLinalg(ModuleOp module, const LayerSchedules &schedules,
                                const CpuTarget &target, const PassManagerSetup &setup) {
   if (failed(runOnEachFunction(module, schedules, setup, [](OpPassManager &pm, const Schedule &s) {
         const ProjectionSchedule &p = s.projection;
+        if (s.bf16Compute == Bf16Compute::F32)
+          pm.addPass(createWidenBf16Layer());
         pm.addPass(createConvertMhaToLinalg(ConvertMhaToLinalgOptions{
             p.registerCols, p.splitLastCacheTile ? p.registerRows : 0, p.cacheRows, p.rowPadding}));
       })))

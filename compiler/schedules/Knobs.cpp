@@ -123,6 +123,16 @@ std::vector<Knob> makeKnobs() {
       makeKnob<kAttention, &A::prefetchNextBlock>(
           KnobId::AttentionPrefetchNextBlock, "attention_prefetch_next_block",
           "prefetch the next task's queries, this output", kBoolean, 0, 1),
+      Knob{KnobId::Bf16Compute,
+           "bf16_compute",
+           "bf16 layers: widened at the edges, or bf16 inside",
+           kChoice,
+           {"f32", "bf16"},
+           0,
+           1,
+           1,
+           [](const Schedule &s) { return static_cast<int64_t>(s.bf16Compute); },
+           [](Schedule &s, int64_t value) { s.bf16Compute = static_cast<Bf16Compute>(value); }},
   };
 }
 
@@ -201,6 +211,15 @@ Constraint budgetRule(std::string tile, KnobId rows, KnobId vectors, bool inLane
 
 std::vector<Constraint> makeConstraints() {
   return {
+      {{KnobId::Bf16Compute},
+       true,
+       [](const Schedule &s, const KnobContext &c) {
+         return c.layer->dtype == DType::BF16 || s.bf16Compute == Bf16Compute::F32;
+       },
+       [](const Schedule &, const KnobContext &c) {
+         return fmt::format("bf16_compute (bf16) applies to bf16 layers; layer '{}' is f32",
+                            c.layer->name);
+       }},
       multipleRule(KnobId::ProjectionCacheRows, KnobId::ProjectionRegisterRows,
                    {KnobId::ProjectionCacheRows, KnobId::ProjectionRegisterRows},
                    "only a projection's last cache tile has edge rows"),

@@ -45,6 +45,7 @@ enum class KnobId {
   AttentionKeyPrefetchDistance,
   AttentionPrefetchValues,
   AttentionPrefetchNextBlock,
+  Bf16Compute,
 };
 
 enum class KnobType { Integer, Boolean, Choice };

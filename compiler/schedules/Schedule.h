@@ -27,6 +27,16 @@ enum class TransposeLowering {
   Elements,     ///< one element move each
 };
 
+/// How a bf16 layer computes (f32 layers: always f32).
+enum class Bf16Compute {
+  /// Its tensors widened to f32 once at the layer's edges (inputs per call, weights in their
+  /// preparation), the f32 kernels, intermediates in f32, the result rounded to bf16.
+  F32,
+  /// bf16 in memory throughout: the kernels widen each element they load, and the queries,
+  /// keys, values and attention output are rounded to bf16.
+  Bf16,
+};
+
 /// Tiling of the four projections, as matmuls [M = rows, N = out features, K = in features].
 struct ProjectionSchedule {
   /// Cache tiles over [M, N]: the parallel tasks. A tile's rows and one weight panel at a time
@@ -74,6 +84,7 @@ struct AttentionSchedule {
 struct Schedule {
   ProjectionSchedule projection;
   AttentionSchedule attention;
+  Bf16Compute bf16Compute = Bf16Compute::F32;
   /// The expert's escape hatch: a transform-dialect file that replaces the projections' tiling
   /// script (transforms/tiling.mlir), tied to MLIR 22's transform ops. Empty: the library's.
   /// Not a knob: nothing enumerates or fits it, and the projection knobs still reach the

@@ -1,0 +1,107 @@
+//===- WidenBf16Layer.cpp - a bf16 layer computed in f32 ------------------===//
+//
+// Part of mhac. The widening happens once per tensor, at the layer's edges: an input row is
+// widened once, not once per weight panel that reads it, and the weights once per set of
+// weights, in their preparation. The cost is the f32 copies of the inputs (B·S·D elements, and
+// B·Skv·kv_dim for cross-attention's memory), small beside the projections' 2·D flops per
+// element.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/conversion/Passes.h"
+#include "dialects/mha/IR/MhaOps.h"
+
+#include "mlir/IR/Verifier.h"
+
+namespace mhac {
+#define GEN_PASS_DEF_WIDENBF16LAYER
+#include "compiler/conversion/Passes.h.inc"
+} // namespace mhac
+
+using namespace mlir;
+
+namespace mhac {
+namespace {
+
+/// `value` (a ranked tensor) converted element-wise to `element` by `convert`, into a new tensor.
+Value convertElements(OpBuilder &b, Location loc, Value value, Type element,
+                      function_ref<Value(OpBuilder &, Location, Value)> convert) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<Value> dynamicSizes;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (type.isDynamicDim(i))
+      dynamicSizes.push_back(tensor::DimOp::create(b, loc, value, i));
+  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), element, dynamicSizes);
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(type.getRank(), b.getContext());
+  SmallVector<utils::IteratorType> parallel(type.getRank(), utils::IteratorType::parallel);
+  return linalg::GenericOp::create(b, loc, empty.getType(), ValueRange{value}, ValueRange{empty},
+                                   ArrayRef<AffineMap>{identity, identity}, parallel,
+                                   [&](OpBuilder &nested, Location at, ValueRange args) {
+                                     linalg::YieldOp::create(nested, at,
+                                                             convert(nested, at, args[0]));
+                                   })
+      .getResult(0);
+}
+
+bool isBf16Tensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.getElementType().isBF16();
+}
+
+struct WidenBf16LayerPass : impl::WidenBf16LayerBase<WidenBf16LayerPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    Type f32 = Float32Type::get(&getContext());
+    auto widened = [&](Type type) {
+      return isBf16Tensor(type) ? cast<RankedTensorType>(type).clone(f32) : type;
+    };
+    Block &entry = func.getBody().front();
+    OpBuilder b = OpBuilder::atBlockBegin(&entry);
+    for (BlockArgument arg : entry.getArguments()) {
+      if (!isBf16Tensor(arg.getType()) || arg.use_empty())
+        continue;
+      bool parameter = llvm::any_of(arg.getUses(), [](OpOperand &use) {
+        auto linear = dyn_cast<mha::LinearOp>(use.getOwner());
+        return linear && (use.get() == linear.getWeight() || use.get() == linear.getBias());
+      });
+      if (parameter)
+        func.setArgAttr(arg.getArgNumber(), kParameterAttr, b.getUnitAttr());
+      // The uses to redirect: those of the layer, not of the widening's own size queries.
+      SmallVector<OpOperand *> uses;
+      for (OpOperand &use : arg.getUses())
+        uses.push_back(&use);
+      Value wide = convertElements(b, arg.getLoc(), arg, f32,
+                                   [&](OpBuilder &nested, Location at, Value element) -> Value {
+                                     return arith::ExtFOp::create(nested, at, f32, element);
+                                   });
+      for (OpOperand *use : uses)
+        use->set(wide);
+    }
+    func.walk([&](Operation *op) {
+      if (!isa<mha::LinearOp, mha::AttentionOp>(op))
+        return;
+      for (Value result : op->getResults())
+        result.setType(widened(result.getType()));
+    });
+    func.walk([&](func::ReturnOp ret) {
+      OpBuilder before(ret);
+      for (OpOperand &operand : ret->getOpOperands()) {
+        Type declared = func.getResultTypes()[operand.getOperandNumber()];
+        if (!isBf16Tensor(declared) || operand.get().getType() == declared)
+          continue;
+        Type bf16 = cast<RankedTensorType>(declared).getElementType();
+        operand.set(convertElements(before, ret.getLoc(), operand.get(), bf16,
+                                    [&](OpBuilder &nested, Location at, Value element) -> Value {
+                                      return arith::TruncFOp::create(nested, at, bf16, element);
+                                    }));
+      }
+    });
+    if (failed(mlir::verify(func)))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace mhac
