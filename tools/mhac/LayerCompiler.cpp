@@ -53,14 +53,11 @@ struct Unit {
   std::string error;
 };
 
-/// The timing scopes of the stages, shared by the units (MLIR's timers are thread-safe).
-struct StageTimers {
-  mlir::TimingScope linalg, llvmDialect, llvmIR;
-};
-
 /// Compiles `unit`, calling `enter` with the name of each step it starts.
+/// Each step is timed in a scope of its own under `timing`, which the units share (MLIR's timers
+/// take nested scopes from several threads, and sum those of the same name).
 Error compileUnit(Unit &unit, const LayerCompilation &compilation, bool threadedContext,
-                  StageTimers &timers, const std::function<void(const char *)> &enter) {
+                  mlir::TimingScope &timing, const std::function<void(const char *)> &enter) {
   mlir::DialectRegistry registry;
   registerCpuPipelineDialects(registry);
   mlir::registerAllToLLVMIRTranslations(registry);
@@ -79,21 +76,25 @@ Error compileUnit(Unit &unit, const LayerCompilation &compilation, bool threaded
   };
   const TargetPlan &plan = *unit.plan;
   enter("to linalg");
-  if (mlir::failed(lowerMhaToLinalg(*module, plan.schedules, plan.target, setup(timers.linalg))))
+  mlir::TimingScope linalgScope = timing.nest("mha to linalg");
+  if (mlir::failed(lowerMhaToLinalg(*module, plan.schedules, plan.target, setup(linalgScope))))
     return createStringError(inconvertibleErrorCode(), "lowering to linalg failed");
+  linalgScope.stop();
   std::vector<LayerABI> abis{unit.abi};
   if (mlir::failed(readPreparedLayout(*module, abis)))
     return createStringError(inconvertibleErrorCode(),
                              "internal error: cannot read the layout of the prepared parameters");
   unit.abi = abis[0];
   enter("to the LLVM dialect");
-  if (mlir::failed(lowerLinalgToLLVMDialect(*module, plan.schedules, setup(timers.llvmDialect))))
+  mlir::TimingScope llvmDialectScope = timing.nest("linalg to the LLVM dialect");
+  if (mlir::failed(lowerLinalgToLLVMDialect(*module, plan.schedules, setup(llvmDialectScope))))
     return createStringError(inconvertibleErrorCode(), "lowering to the LLVM dialect failed");
+  llvmDialectScope.stop();
   auto machine = createTargetMachine(plan.target);
   if (!machine)
     return machine.takeError();
   enter("LLVM IR");
-  mlir::TimingScope llvmScope = timers.llvmIR.nest("LLVM IR, optimized");
+  mlir::TimingScope llvmScope = timing.nest("LLVM IR, optimized");
   LLVMContext llvmContext;
   auto llvmModule =
       translateAndOptimize(*module, abis, **machine, plan.target.tuneCpu, llvmContext);
@@ -106,7 +107,7 @@ Error compileUnit(Unit &unit, const LayerCompilation &compilation, bool threaded
 
 /// Runs every unit, `jobs` at a time.
 void runUnits(std::vector<Unit> &units, const LayerCompilation &compilation,
-              StageProgress &progress, StageTimers &timers) {
+              StageProgress &progress, mlir::TimingScope &timing) {
   unsigned threads =
       compilation.jobs ? compilation.jobs : hardware_concurrency().compute_thread_count();
   threads = std::max(1u, std::min<unsigned>(threads, units.size()));
@@ -135,7 +136,7 @@ void runUnits(std::vector<Unit> &units, const LayerCompilation &compilation,
       unit.step = step;
       report();
     };
-    if (Error error = compileUnit(unit, compilation, threadedContext, timers, enter))
+    if (Error error = compileUnit(unit, compilation, threadedContext, timing, enter))
       unit.error = toString(std::move(error));
     std::lock_guard<std::mutex> lock(mutex);
     llvm::erase(active, &unit);
@@ -217,9 +218,8 @@ Expected<CompiledLayers> compileLayers(const LayerCompilation &compilation, LLVM
 
   progress.stage("compiling the layers");
   {
-    StageTimers timers{timing.nest("mha to linalg"), timing.nest("linalg to the LLVM dialect"),
-                       timing.nest("LLVM IR")};
-    runUnits(units, compilation, progress, timers);
+    mlir::TimingScope unitsScope = timing.nest("compiling the layers (summed over threads)");
+    runUnits(units, compilation, progress, unitsScope);
   }
   progress.parts("", 0, 0);
   for (const Unit &unit : units)

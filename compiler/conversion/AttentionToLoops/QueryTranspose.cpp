@@ -27,7 +27,9 @@ void AttentionLowering::buildQueryTranspose(Value rows) {
   Value scale = f32(op_.getScaleAttr().getValueAsDouble() * kLog2E);
   int64_t lanes = blocking_.lanes;
   if (!blocking_.transposeInTiles) {
-    // Element by element, zero in the columns of rows past the end and of padding rows.
+    // Element by element, zero in the columns of rows past the end and of padding rows; then
+    // scaled a vector at a time, so that no scalar arithmetic is left in the loops (on AVX-512
+    // a sixteenth of the multiplies).
     forLoop(c0, dh, c1, [&](Value d) {
       for (int64_t r = 0; r < blocking_.queryBlock; r += lanes)
         storeVector(splat(laneVector_, f32(0)), queryT_, {d, index(r)});
@@ -35,10 +37,17 @@ void AttentionLowering::buildQueryTranspose(Value rows) {
     forEachRow(rows, [&](Value r, Value position, Value column) {
       Value row = add(i0_, position);
       forLoop(c0, dh, c1, [&](Value d) {
-        Value q = loadScalar(query_, {batch_, row, add(column, d)});
-        memref::StoreOp::create(b_, loc_, arith::MulFOp::create(b_, loc_, q, scale), queryT_,
-                                ValueRange{d, r});
+        memref::StoreOp::create(b_, loc_, loadScalar(query_, {batch_, row, add(column, d)}),
+                                queryT_, ValueRange{d, r});
       });
+    });
+    Value scales = splat(laneVector_, scale);
+    forLoop(c0, dh, c1, [&](Value d) {
+      for (int64_t r = 0; r < blocking_.queryBlock; r += lanes) {
+        Value scaled = arith::MulFOp::create(
+            b_, loc_, loadVector(laneVector_, queryT_, {d, index(r)}), scales);
+        storeVector(scaled, queryT_, {d, index(r)});
+      }
     });
     return;
   }
