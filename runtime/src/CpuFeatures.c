@@ -3,7 +3,12 @@
  * Part of mhac. A layer records the x86 features its code was compiled with (LLVM's names);
  * code run on a CPU without one of them dies of SIGILL, so the runtime checks them first,
  * against CPUID and, for the vector registers, against the state the operating system saves
- * (XCR0).
+ * (XCR0). AMX needs more: Linux enables its tile data only for a process that asks
+ * (arch_prctl(ARCH_REQ_XCOMP_PERM)), and a tile instruction without that permission is a
+ * SIGILL although CPUID and XCR0 show AMX. The runtime asks once, the first time a layer's
+ * features name AMX, and reports AMX only where the permission was granted. (Asking is not
+ * free: the process's signal frames then hold 8 KiB of tiles, and a thread whose alternate
+ * signal stack is too small makes the kernel refuse; so layers without AMX never ask.)
  *
  *===----------------------------------------------------------------------===*/
 
@@ -13,6 +18,11 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
+
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 enum { EAX, EBX, ECX, EDX };
 
@@ -28,6 +38,14 @@ typedef struct CpuFeature {
   const char *name; /* as LLVM names it */
   unsigned leaf, subleaf, reg, bit, state;
 } CpuFeature;
+
+/* Linux's arch_prctl codes for the permission to use dynamically enabled register state, and
+ * the state component of AMX's tile data (asm/prctl.h; not every libc's headers have them). */
+enum {
+  ARCH_GET_XCOMP_PERM_CODE = 0x1022,
+  ARCH_REQ_XCOMP_PERM_CODE = 0x1023,
+  XFEATURE_XTILEDATA = 18,
+};
 
 /* The features LLVM may use in vector code and around it. A name missing here is not checked. */
 static const CpuFeature kFeatures[] = {
@@ -100,10 +118,34 @@ static void detect(void) {
   for (int i = 0; i < kNumFeatures; ++i) {
     const CpuFeature *f = &kFeatures[i];
     unsigned regs[4] = {0, 0, 0, 0};
-    gHas[i] = __get_cpuid_count(f->leaf, f->subleaf, &regs[EAX], &regs[EBX], &regs[ECX],
-                                &regs[EDX]) &&
-              (regs[f->reg] >> f->bit & 1u) && (state & f->state) == f->state;
+    gHas[i] =
+        __get_cpuid_count(f->leaf, f->subleaf, &regs[EAX], &regs[EBX], &regs[ECX], &regs[EDX]) &&
+        (regs[f->reg] >> f->bit & 1u) && (state & f->state) == f->state;
   }
+}
+
+/* Whether this process may use AMX's tile data: asked for once, on the first check of a list
+ * that names an AMX feature this CPU and the OS's XCR0 support. */
+static bool gTilesPermitted;
+static pthread_once_t gTilesRequested = PTHREAD_ONCE_INIT;
+
+static void requestTiles(void) {
+#ifdef __linux__
+  unsigned long long permitted = 0;
+  gTilesPermitted = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM_CODE, XFEATURE_XTILEDATA) == 0 &&
+                    syscall(SYS_arch_prctl, ARCH_GET_XCOMP_PERM_CODE, &permitted) == 0 &&
+                    (permitted >> XFEATURE_XTILEDATA & 1u);
+#endif
+}
+
+/* Whether the CPU has the feature at `index` and the process may use it. */
+static bool usable(int index) {
+  if (!gHas[index])
+    return false;
+  if (kFeatures[index].state != STATE_AMX)
+    return true;
+  pthread_once(&gTilesRequested, requestTiles);
+  return gTilesPermitted;
 }
 
 /* The index in kFeatures of the `length` characters at `name`, or -1. */
@@ -121,7 +163,7 @@ const char *mhac_missing_cpu_feature(const char *features) {
   for (const char *p = features; *p;) {
     size_t length = strcspn(p, ",");
     int index = lookup(p, length);
-    if (index >= 0 && !gHas[index])
+    if (index >= 0 && !usable(index))
       return kFeatures[index].name;
     p += length;
     if (*p == ',')

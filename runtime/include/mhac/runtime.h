@@ -138,7 +138,9 @@ void mhac_free(void *pointer);
 
 /* The first of `features` (a comma-separated list of LLVM's names for x86 features) that this
  * CPU, or the operating system's support of its registers, lacks; NULL when it has them all.
- * Names the runtime does not know are not checked. Never fails otherwise. */
+ * Names the runtime does not know are not checked. Never fails otherwise. The first list that
+ * names an AMX feature makes the runtime ask Linux for the process's permission to use AMX's
+ * tiles (arch_prctl(ARCH_REQ_XCOMP_PERM)); AMX counts as present only if it was granted. */
 const char *mhac_missing_cpu_feature(const char *features);
 
 /* The first of the layer's cpu_features this CPU lacks, or NULL: its code would stop on an

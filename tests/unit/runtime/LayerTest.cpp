@@ -6,6 +6,12 @@
 
 #include "mhac/runtime.h"
 
+#include <cpuid.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -75,8 +81,8 @@ TEST(LayerPrepareTest, AllocatesFillsAndReleasesTheBlock) {
     static_cast<float *>(prepared)[63] = 7.0f;
     return MHAC_OK;
   };
-  layer.run_prepared_packed = +[](void *const *, const void *prepared,
-                                  const mhac_sizes *) -> int32_t {
+  layer.run_prepared_packed =
+      +[](void *const *, const void *prepared, const mhac_sizes *) -> int32_t {
     return static_cast<int32_t>(static_cast<const float *>(prepared)[63]);
   };
   void *prepared = nullptr;
@@ -126,7 +132,7 @@ TEST(LayerRunTest, ChecksTheCpuFeatures) {
 /// The runtime's CPUID table against the compiler's own detection (libgcc's or compiler-rt's,
 /// which check the operating system's register state too), on whatever CPU runs the tests.
 TEST(CpuFeaturesTest, AgreesWithTheCompilersDetection) {
-#define EXPECT_DETECTED(name)                                                                  \
+#define EXPECT_DETECTED(name)                                                                      \
   EXPECT_EQ(mhac_missing_cpu_feature(name) == nullptr, __builtin_cpu_supports(name) != 0) << name
   EXPECT_DETECTED("sse4.2");
   EXPECT_DETECTED("popcnt");
@@ -156,6 +162,31 @@ TEST(CpuFeaturesTest, AgreesWithTheCompilersDetection) {
   EXPECT_DETECTED("vpclmulqdq");
 #undef EXPECT_DETECTED
 }
+
+#ifdef __linux__
+/// Whether this process holds Linux's permission to use AMX's tile data (state component 18).
+static bool tilesPermitted() {
+  unsigned long long permitted = 0;
+  return syscall(SYS_arch_prctl, 0x1022 /* ARCH_GET_XCOMP_PERM */, &permitted) == 0 &&
+         (permitted >> 18 & 1u);
+}
+
+/// AMX counts as present only once the process may use it: the runtime asks for the tile data
+/// the first time a list names AMX, never for lists that do not.
+TEST(CpuFeaturesTest, ReportsAmxOnlyWithThePermission) {
+  EXPECT_EQ(mhac_missing_cpu_feature("avx2,fma,xop,avx512f"), mhac_missing_cpu_feature("xop"));
+  EXPECT_FALSE(tilesPermitted()) << "a list without AMX asked for the tiles";
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  bool cpuHasTiles = __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx >> 24 & 1u);
+  const char *missing = mhac_missing_cpu_feature("avx2,amx-tile,amx-bf16");
+  if (!cpuHasTiles) {
+    EXPECT_STREQ(missing, "amx-tile");
+    return;
+  }
+  // An AMX CPU: the answer follows the permission, which the OS may refuse.
+  EXPECT_EQ(missing == nullptr, tilesPermitted()) << (missing ? missing : "");
+}
+#endif
 
 TEST(StatusStringTest, DescribesEveryCode) {
   for (int32_t status = MHAC_OK; status <= MHAC_ERROR_UNSUPPORTED_CPU; ++status)
