@@ -1,0 +1,118 @@
+"""The model zoo (bench/zoo/*.mha, one real model's attention per file) against the machine's
+ceilings and against PyTorch, in one run, alternating them.
+
+Every round measures, for each layer in turn: the f32 FMA peak (bench/peak.c) and, for layers
+of one token (S = 1), the memory read bandwidth (bench/bandwidth.c); mhac's layer (mha-run
+--bench on prepared weights); and the same layer in eager PyTorch (peers/torch_eager.py). The
+table shows medians over rounds: mhac's time, GFLOP/s and fraction of the peak measured with
+it, and for one-token layers the GB/s of weights streamed against the measured bandwidth;
+PyTorch's time and the median of the rounds' PyTorch / mhac ratios.
+
+usage: zoo.py --mha-run MHA_RUN --modules DIR --peers-dir DIR [--threads 2] [--rounds 3]
+              [--only NAME,...]
+"""
+import argparse
+import glob
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "peers"))
+from torch_eager import read_layer  # noqa: E402  (the zoo's one parser of .mha keys)
+
+
+def flops(layer):
+    """mhac_layer_flops's count (runtime.h)."""
+    b, s, d, h, dh, hkv = (layer[k] for k in ("b", "s", "d", "h", "dh", "hkv"))
+    skv = layer["skv"] if layer["cross"] else s
+    kv_dim = layer["kv_dim"] if layer["cross"] else d
+    projections = 2 * b * s * d * h * dh * 2 + 2 * 2 * b * skv * kv_dim * hkv * dh
+    attention = 4 * b * h * s * skv * dh
+    return projections + (attention / 2 if layer["causal"] else attention)
+
+
+def weight_bytes(layer):
+    d, h, dh, hkv = (layer[k] for k in ("d", "h", "dh", "hkv"))
+    kv_dim = layer["kv_dim"] if layer["cross"] else d
+    return 4 * (2 * d * h * dh + 2 * kv_dim * hkv * dh)
+
+
+def calls_for(layer, target_gflop=4.0):
+    return max(5, min(2000, int(target_gflop * 1e9 / flops(layer))))
+
+
+def run(command, env):
+    out = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+    if out.returncode != 0:
+        raise RuntimeError(f"{command[0]}: {out.stderr.strip()[-300:]}")
+    return out.stdout
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--mha-run", required=True)
+    p.add_argument("--modules", required=True)
+    p.add_argument("--peers-dir", required=True)
+    p.add_argument("--python", default="/usr/bin/python3")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--only", default="")
+    args = p.parse_args()
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads),
+               OPENBLAS_NUM_THREADS=str(args.threads), MHAC_NUM_THREADS=str(args.threads))
+    files = sorted(glob.glob(os.path.join(HERE, "zoo", "*.mha")))
+    if args.only:
+        files = [f for f in files if os.path.basename(f)[:-4] in args.only.split(",")]
+    layers = {os.path.basename(f)[:-4]: (f, read_layer(f)) for f in files}
+    samples = {name: {"peak": [], "bw": [], "mhac": [], "torch": [], "ratio": []}
+               for name in layers}
+    peak = os.path.join(args.peers_dir, "peak")
+    bandwidth = os.path.join(args.peers_dir, "bandwidth")
+    for round_index in range(args.rounds):
+        for name, (path, layer) in layers.items():
+            sample = samples[name]
+            sample["peak"].append(float(re.search(r"([0-9.]+) GFLOP/s",
+                                                  run([peak, str(args.threads)], env)).group(1)))
+            if layer["s"] == 1:
+                sample["bw"].append(float(re.search(r"([0-9.]+) GB/s", run(
+                    [bandwidth, str(args.threads)], env)).group(1)))
+            calls = calls_for(layer)
+            module = os.path.join(args.modules, name + ".so")
+            mhac = float(re.search(r"median ([0-9.]+)", run(
+                [args.mha_run, module, "--bench", str(calls), "--threads", str(args.threads)],
+                env)).group(1))
+            torch = float(re.search(r"median ([0-9.]+)", run(
+                [args.python, os.path.join(HERE, "peers", "torch_eager.py"), path,
+                 str(args.threads), str(max(3, calls // 4))], env)).group(1))
+            sample["mhac"].append(mhac)
+            sample["torch"].append(torch)
+            sample["ratio"].append(torch / mhac)
+            print(f"round {round_index + 1}: {name}: mhac {mhac:.3f} ms, PyTorch {torch:.3f} ms",
+                  file=sys.stderr)
+
+    print(f"| layer | B, S (Skv) | D, H x Dh, Hkv | mhac ms | GFLOP/s | of peak | GB/s of weights "
+          f"(of bandwidth) | PyTorch eager ms | PyTorch / mhac |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, (path, layer) in layers.items():
+        sample = samples[name]
+        ms = statistics.median(sample["mhac"])
+        rate = flops(layer) / (ms * 1e-3) * 1e-9
+        fraction = statistics.median(flops(layer) / (t * 1e-3) * 1e-9 / pk
+                                     for t, pk in zip(sample["mhac"], sample["peak"]))
+        streamed = ""
+        if sample["bw"]:
+            gbs = weight_bytes(layer) / (ms * 1e-3) * 1e-9
+            streamed = f"{gbs:.1f} ({gbs / statistics.median(sample['bw']):.0%})"
+        skv = f" ({layer['skv']})" if layer["cross"] else ""
+        shape = (f"{layer['d']}, {layer['h']} x {layer['dh']}, {layer['hkv']}"
+                 f"{', causal' if layer['causal'] else ''}{', cross' if layer['cross'] else ''}")
+        print(f"| {name} | {layer['b']}, {layer['s']}{skv} | {shape} | {ms:.3f} | {rate:.1f} | "
+              f"{fraction:.0%} | {streamed} | {statistics.median(sample['torch']):.3f} | "
+              f"{statistics.median(sample['ratio']):.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The model zoo (bench/zoo/*.mha) against the machine's FMA peak and memory bandwidth and
+# against eager PyTorch (Debian's, on OpenBLAS), measured in one run; prints a Markdown table
+# (bench/RESULTS.md has the last one). Not part of CI.
+#   bench/zoo.sh [zoo.py options, e.g. --rounds 5 --threads 1 --only gpt2,phi2]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${MHAC_BUILD_DIR:-$root/build}
+work=${MHAC_BENCH_DIR:-$root/build/bench}/zoo
+
+"$root/scripts/setup.sh"
+# PyTorch's matrix products go through the system BLAS: without OpenBLAS, Debian's reference
+# BLAS makes it 20x slower than it is for its users.
+if ! dpkg-query -W -f='${Status}' libopenblas-dev 2>/dev/null | grep -q "install ok installed"; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenblas-dev >/dev/null
+fi
+"$root/scripts/build.sh" mhac mha-run
+mkdir -p "$work"
+cc -O3 -march=native -pthread "$root/bench/peak.c" -o "$work/peak"
+cc -O3 -march=native -pthread "$root/bench/bandwidth.c" -o "$work/bandwidth"
+for layer in "$root"/bench/zoo/*.mha; do
+  name=$(basename "$layer" .mha)
+  if [ ! "$work/$name.so" -nt "$layer" ] || [ ! "$work/$name.so" -nt "$build/bin/mhac" ]; then
+    "$build/bin/mhac" compile "$layer" --shared -o "$work/$name"
+  fi
+done
+/usr/bin/python3 "$root/bench/zoo.py" --mha-run "$build/bin/mha-run" --modules "$work" \
+  --peers-dir "$work" "$@"
