@@ -81,12 +81,28 @@ def grouped_query_config():
 
 
 def bf16():
+    """mhac's bf16 layer and PyTorch's own bf16 nn.MultiheadAttention, on the same bf16 weights
+    and inputs, against the float64 evaluation of those weights and inputs."""
     mha = torch.nn.MultiheadAttention(64, 4, batch_first=True).eval()
+    with torch.no_grad():
+        for parameter in mha.parameters():
+            parameter.copy_(parameter.bfloat16().float())  # the weights both layers see
     layer = mhac.from_torch(mha, dtype="bf16")
     x = torch.randn(2, 9, 64).bfloat16()
     y = layer(x)
     print(f"bf16 output: {y.dtype}")
-    report("bf16", y, mha(x.float(), x.float(), x.float(), need_weights=False)[0], 2e-2)
+    exact = mha.double()
+    xd = x.double()
+    want = exact(xd, xd, xd, need_weights=False)[0]
+    report("bf16", y, want, 2e-2)
+    theirs = torch.nn.MultiheadAttention(64, 4, batch_first=True).eval().bfloat16()
+    theirs.load_state_dict({n: t.bfloat16() for n, t in mha.state_dict().items()})
+    with torch.no_grad():
+        y_torch = theirs(x, x, x, need_weights=False)[0]
+    mine = ((y.double() - want).abs().max() / want.abs().max()).item()
+    pytorch = ((y_torch.double() - want).abs().max() / want.abs().max()).item()
+    print(f"bf16 against PyTorch's bf16 layer: mhac {mine:.1e}, PyTorch {pytorch:.1e}: "
+          f"{'ok' if mine <= max(pytorch, 1e-2) else 'FAILED'}")
 
 
 for test in sys.argv[1:]:
