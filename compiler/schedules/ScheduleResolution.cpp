@@ -31,9 +31,36 @@ constexpr KnobId kFitOrder[] = {
     KnobId::ProjectionCacheRows,    KnobId::ProjectionCacheCols,
 };
 
+/// Column tasks the narrowest projection gets when its rows are one cache tile: enough to keep
+/// up to 8 threads about evenly busy.
+constexpr int64_t kMinColumnTasks = 8;
+
+/// The projections' cache columns for a layer whose rows (B x S, and B x Skv) are all known and
+/// fit in one cache tile, as in a decoding step: the tasks are then the column tiles alone, and
+/// the default's 128 columns left threads idle (Whisper-tiny's 384 columns made 3 tasks for 2
+/// threads, Qwen2-0.5B's 128 key columns one). The tiles narrow until the narrowest projection
+/// has kMinColumnTasks of them: its weights stream once whatever the tiles. 0: no preference.
+int64_t balancedCacheCols(const LayerSpec &layer, const Schedule &schedule) {
+  if (layer.batch == kDynamicSize || layer.seq == kDynamicSize || layer.kvSeq == kDynamicSize)
+    return 0;
+  int64_t rows = layer.batch * std::max(layer.seq, layer.kvSeq);
+  const ProjectionSchedule &p = schedule.projection;
+  if (rows > p.cacheRows || p.registerCols <= 0)
+    return 0;
+  int64_t narrowest = std::min({layer.heads * layer.headDim, layer.kvHeads * layer.headDim,
+                                layer.modelDim});
+  return std::max(p.registerCols, narrowest / kMinColumnTasks / p.registerCols * p.registerCols);
+}
+
 /// The first value to try for a defaulted knob. The p.v tile's vectors split the head into
-/// chunks of about equal width (a head of 5 vectors in chunks of 3 and 2, not 4 and 1).
-int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const CpuTarget &target) {
+/// chunks of about equal width (a head of 5 vectors in chunks of 3 and 2, not 4 and 1); the
+/// cache columns of a few rows balance their tasks (balancedCacheCols).
+int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const CpuTarget &target,
+                       const Schedule &schedule) {
+  if (id == KnobId::ProjectionCacheCols) {
+    int64_t balanced = balancedCacheCols(layer, schedule);
+    return balanced > 0 ? std::min(value, balanced) : value;
+  }
   if (id != KnobId::AttentionValueTileVectors)
     return value;
   int64_t head = vectorsFor(layer.headDim, target.lanes());
@@ -55,7 +82,8 @@ public:
   /// does (validation then reports it).
   void fit(KnobId id) {
     const Knob &k = knob(id);
-    int64_t start = preferredValue(id, k.get(schedule_), *context_.layer, context_.target);
+    int64_t start =
+        preferredValue(id, k.get(schedule_), *context_.layer, context_.target, schedule_);
     for (int64_t value : candidates(k, start)) {
       k.set(schedule_, value);
       if (holdsSettledRules(id)) {
