@@ -369,6 +369,12 @@ std::optional<TuneOptions> tuneOptions() {
     return std::nullopt;
   }
   options.layer = tuneLayer;
+  if (StringRef(tuneTarget).contains(',')) {
+    usageError(fmt::format("--target '{}' names several targets; a schedule is tuned for one "
+                           "(tune each, then give 'mhac compile' one file per target)",
+                           tuneTarget.getValue()));
+    return std::nullopt;
+  }
   options.target = tuneTarget;
   options.outputPath = tuneOutput;
   options.budgetSeconds = tuneBudget;
