@@ -91,7 +91,7 @@ def _cache_root():
     root = os.environ.get("MHAC_CACHE_DIR")
     if not root:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        root = os.path.join(base, "mhac")
+        root = os.path.join(base, "mhac", "modules")  # beside mhac tune's database (tune/)
     return root
 
 
@@ -113,7 +113,7 @@ def compile(source, *, schedule=None, target=None, prefix=None, cache=True):
 
     `schedule` (a schedule file's text or path), `target` and `prefix` are `mhac compile`'s
     --schedule, --target and --prefix. Modules are cached under $MHAC_CACHE_DIR (default
-    ~/.cache/mhac), keyed by the compiler, the texts and the options; `cache=False` compiles
+    ~/.cache/mhac/modules), keyed by the compiler, the texts and the options; `cache=False` compiles
     afresh. Errors raise CompileError carrying mhac's located messages; warnings become
     CompileWarning.
     """
