@@ -27,11 +27,14 @@ namespace mhac {
 struct Budget {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   double seconds = 0;
+  /// Of `seconds`, what the search leaves for the work after it.
+  double closingSeconds = 0;
 
   double elapsed() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  double left() const { return seconds - elapsed(); }
+  /// The search's time left.
+  double left() const { return seconds - closingSeconds - elapsed(); }
 };
 
 /// A folder of the session's files, removed at the end.

@@ -74,9 +74,15 @@ bool writeOutput(const std::string &path, const std::string &text) {
 
 } // namespace
 
+/// Seconds of the budget the search leaves for what follows it: writing the schedule, the
+/// report and the database, and the last child process's exit. Without it a session on a
+/// loaded machine ended a few milliseconds past its budget.
+constexpr double kClosingSeconds = 0.5;
+
 int tune(const TuneOptions &options) {
   Budget budget;
   budget.seconds = options.budgetSeconds;
+  budget.closingSeconds = kClosingSeconds;
   int status = 0;
   std::optional<TuneSetup> setup = setUpTuning(options, status);
   if (!setup)
