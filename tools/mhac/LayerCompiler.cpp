@@ -53,9 +53,8 @@ struct Unit {
   std::string error;
 };
 
-/// Compiles `unit`, calling `enter` with the name of each step it starts.
-/// Each step is timed in a scope of its own under `timing`, which the units share (MLIR's timers
-/// take nested scopes from several threads, and sum those of the same name).
+/// Compiles `unit`, calling `enter` with the name of each step it starts, timed under
+/// `timing`, which the units share.
 Error compileUnit(Unit &unit, const LayerCompilation &compilation, bool threadedContext,
                   mlir::TimingScope &timing, const std::function<void(const char *)> &enter) {
   mlir::DialectRegistry registry;
@@ -63,33 +62,21 @@ Error compileUnit(Unit &unit, const LayerCompilation &compilation, bool threaded
   mlir::registerAllToLLVMIRTranslations(registry);
   mlir::MLIRContext context(registry, threadedContext ? mlir::MLIRContext::Threading::ENABLED
                                                       : mlir::MLIRContext::Threading::DISABLED);
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      buildModule(context, ArrayRef(*unit.layer), compilation.sourceName);
-  if (mlir::failed(mlir::verify(*module)))
-    return createStringError(inconvertibleErrorCode(),
-                             "internal error: the generated mha IR does not verify");
-  auto setup = [&](mlir::TimingScope &scope) {
-    return [&](mlir::PassManager &pm) {
-      pm.enableTiming(scope);
-      return compilation.setupPassManager ? compilation.setupPassManager(pm) : mlir::success();
-    };
-  };
+  auto module = buildVerifiedModule(context, ArrayRef(*unit.layer), compilation.sourceName);
+  if (!module)
+    return module.takeError();
   const TargetPlan &plan = *unit.plan;
   enter("to linalg");
-  mlir::TimingScope linalgScope = timing.nest("mha to linalg");
-  if (mlir::failed(lowerMhaToLinalg(*module, plan.schedules, plan.target, setup(linalgScope))))
-    return createStringError(inconvertibleErrorCode(), "lowering to linalg failed");
-  linalgScope.stop();
+  if (Error error = lowerToLinalg(**module, plan, compilation.setupPassManager, timing))
+    return error;
   std::vector<LayerABI> abis{unit.abi};
-  if (mlir::failed(readPreparedLayout(*module, abis)))
+  if (mlir::failed(readPreparedLayout(**module, abis)))
     return createStringError(inconvertibleErrorCode(),
                              "internal error: cannot read the layout of the prepared parameters");
   unit.abi = abis[0];
   enter("to the LLVM dialect");
-  mlir::TimingScope llvmDialectScope = timing.nest("linalg to the LLVM dialect");
-  if (mlir::failed(lowerLinalgToLLVMDialect(*module, plan.schedules, setup(llvmDialectScope))))
-    return createStringError(inconvertibleErrorCode(), "lowering to the LLVM dialect failed");
-  llvmDialectScope.stop();
+  if (Error error = lowerToLLVMDialect(**module, plan, compilation.setupPassManager, timing))
+    return error;
   auto machine = createTargetMachine(plan.target);
   if (!machine)
     return machine.takeError();
@@ -97,7 +84,7 @@ Error compileUnit(Unit &unit, const LayerCompilation &compilation, bool threaded
   mlir::TimingScope llvmScope = timing.nest("LLVM IR, optimized");
   LLVMContext llvmContext;
   auto llvmModule =
-      translateAndOptimize(*module, abis, **machine, plan.target.tuneCpu, llvmContext);
+      translateAndOptimize(**module, abis, **machine, plan.target.tuneCpu, llvmContext);
   if (!llvmModule)
     return llvmModule.takeError();
   raw_svector_ostream out(unit.bitcode);
@@ -199,7 +186,40 @@ std::vector<LayerABI> headerABIs(const std::vector<Unit> &units, size_t numLayer
   return abis;
 }
 
+/// `setup` with the pass manager's timing in `scope`.
+PassManagerSetup timedSetup(const PassManagerSetup &setup, mlir::TimingScope &scope) {
+  return [&setup, &scope](mlir::PassManager &pm) {
+    pm.enableTiming(scope);
+    return setup ? setup(pm) : mlir::success();
+  };
+}
+
 } // namespace
+
+Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+buildVerifiedModule(mlir::MLIRContext &context, ArrayRef<LayerSpec> layers, StringRef sourceName) {
+  mlir::OwningOpRef<mlir::ModuleOp> module = buildModule(context, layers, sourceName);
+  if (mlir::failed(mlir::verify(*module)))
+    return createStringError(inconvertibleErrorCode(),
+                             "internal error: the generated mha IR does not verify");
+  return module;
+}
+
+Error lowerToLinalg(mlir::ModuleOp module, const TargetPlan &plan, const PassManagerSetup &setup,
+                    mlir::TimingScope &timing) {
+  mlir::TimingScope scope = timing.nest("mha to linalg");
+  if (mlir::failed(lowerMhaToLinalg(module, plan.schedules, plan.target, timedSetup(setup, scope))))
+    return createStringError(inconvertibleErrorCode(), "lowering to linalg failed");
+  return Error::success();
+}
+
+Error lowerToLLVMDialect(mlir::ModuleOp module, const TargetPlan &plan,
+                         const PassManagerSetup &setup, mlir::TimingScope &timing) {
+  mlir::TimingScope scope = timing.nest("linalg to the LLVM dialect");
+  if (mlir::failed(lowerLinalgToLLVMDialect(module, plan.schedules, timedSetup(setup, scope))))
+    return createStringError(inconvertibleErrorCode(), "lowering to the LLVM dialect failed");
+  return Error::success();
+}
 
 Expected<CompiledLayers> compileLayers(const LayerCompilation &compilation, LLVMContext &context,
                                        StageProgress &progress, mlir::TimingScope &timing) {

@@ -16,12 +16,18 @@
 #include "compiler/target/CpuTarget.h"
 #include "compiler/target/LayerABI.h"
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/Support/Error.h"
 
 #include <memory>
 #include <string>
 #include <vector>
+
+namespace mlir {
+class MLIRContext;
+} // namespace mlir
 
 namespace llvm {
 class LLVMContext;
@@ -60,6 +66,20 @@ struct CompiledLayers {
   /// schedule of each target.
   std::vector<LayerABI> abis;
 };
+
+/// The layers' module in the mha dialect, verified.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+buildVerifiedModule(mlir::MLIRContext &context, llvm::ArrayRef<LayerSpec> layers,
+                    llvm::StringRef sourceName);
+
+/// The two steps of the lowering, mha to linalg and linalg to the LLVM dialect, with `plan`'s
+/// schedules; each is timed in a scope of its own under `timing` (MLIR's timers take nested
+/// scopes from several threads, and sum those of the same name), its pass managers set up by
+/// `setup` (MLIR's command-line options) where given.
+llvm::Error lowerToLinalg(mlir::ModuleOp module, const TargetPlan &plan,
+                          const PassManagerSetup &setup, mlir::TimingScope &timing);
+llvm::Error lowerToLLVMDialect(mlir::ModuleOp module, const TargetPlan &plan,
+                               const PassManagerSetup &setup, mlir::TimingScope &timing);
 
 /// Compiles `compilation` into one LLVM module in `context`. Reports progress on `progress`
 /// and times the stages under `timing`.

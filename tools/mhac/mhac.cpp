@@ -7,7 +7,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/frontend/AST.h"
-#include "compiler/frontend/MLIRGen.h"
 #include "compiler/frontend/Parser.h"
 #include "compiler/frontend/Sema.h"
 #include "compiler/pipeline/CpuPipeline.h"
@@ -15,7 +14,6 @@
 #include "compiler/target/CodeEmitter.h"
 #include "compiler/target/HeaderEmitter.h"
 #include "compiler/target/LayerABI.h"
-#include "compiler/target/LoweredLayer.h"
 #include "compiler/target/SharedLibrary.h"
 #include "compiler/target/Target.h"
 #include "tools/common/StageProgress.h"
@@ -25,10 +23,8 @@
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/Timing.h"
-#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
@@ -170,34 +166,28 @@ static int emitMlirStage(EmitStage stage, const std::vector<LayerSpec> &layers,
   mlir::DialectRegistry registry;
   registerCpuPipelineDialects(registry);
   mlir::MLIRContext context(registry);
-  mlir::OwningOpRef<mlir::ModuleOp> module = buildModule(context, layers, displayName);
-  if (mlir::failed(mlir::verify(*module)))
-    return fail("internal error: the generated mha IR does not verify");
+  auto module = buildVerifiedModule(context, layers, displayName);
+  if (!module)
+    return fail(llvm::toString(module.takeError()));
   auto printFlags = mlir::OpPrintingFlags().printNameLocAsPrefix();
   if (stage == EmitStage::Mha) {
-    module->print(emitted.os(), printFlags);
+    (*module)->print(emitted.os(), printFlags);
     return emitted.done();
   }
-  auto setup = [](mlir::TimingScope &scope) {
-    return [&scope](mlir::PassManager &pm) {
-      pm.enableTiming(scope);
-      return mlir::applyPassManagerCLOptions(pm);
-    };
+  PassManagerSetup setup = [](mlir::PassManager &pm) {
+    return mlir::applyPassManagerCLOptions(pm);
   };
-  mlir::TimingScope linalgScope = rootScope.nest("mha to linalg");
   progress.stage("lowering mha to linalg");
-  if (mlir::failed(lowerMhaToLinalg(*module, plan.schedules, plan.target, setup(linalgScope))))
-    return fail("lowering to linalg failed");
-  linalgScope.stop();
+  if (llvm::Error error = lowerToLinalg(**module, plan, setup, rootScope))
+    return fail(llvm::toString(std::move(error)));
   if (stage == EmitStage::Linalg) {
-    module->print(emitted.os(), printFlags);
+    (*module)->print(emitted.os(), printFlags);
     return emitted.done();
   }
-  mlir::TimingScope llvmDialectScope = rootScope.nest("linalg to the LLVM dialect");
   progress.stage("applying the schedules, lowering to the LLVM dialect");
-  if (mlir::failed(lowerLinalgToLLVMDialect(*module, plan.schedules, setup(llvmDialectScope))))
-    return fail("lowering to the LLVM dialect failed");
-  module->print(emitted.os());
+  if (llvm::Error error = lowerToLLVMDialect(**module, plan, setup, rootScope))
+    return fail(llvm::toString(std::move(error)));
+  (*module)->print(emitted.os());
   return emitted.done();
 }
 
