@@ -25,7 +25,8 @@ from torch_eager import read_layer  # noqa: E402  (the zoo's one parser of .mha 
 
 
 def flops(layer):
-    """mhac_layer_flops's count (runtime.h)."""
+    """A call's FLOPs, as mhac_layer_flops counts them (runtime.h), to size the number of calls;
+    the rates in the table are mha-run's, from the runtime itself."""
     b, s, d, h, dh, hkv = (layer[k] for k in ("b", "s", "d", "h", "dh", "hkv"))
     skv = layer["skv"] if layer["cross"] else s
     kv_dim = layer["kv_dim"] if layer["cross"] else d
@@ -67,7 +68,7 @@ def main():
     if args.only:
         files = [f for f in files if os.path.basename(f)[:-4] in args.only.split(",")]
     layers = {os.path.basename(f)[:-4]: (f, read_layer(f)) for f in files}
-    samples = {name: {"peak": [], "bw": [], "mhac": [], "torch": [], "ratio": []}
+    samples = {name: {"peak": [], "bw": [], "mhac": [], "gflops": [], "torch": [], "ratio": []}
                for name in layers}
     peak = os.path.join(args.peers_dir, "peak")
     bandwidth = os.path.join(args.peers_dir, "bandwidth")
@@ -81,9 +82,10 @@ def main():
                     [bandwidth, str(args.threads)], env)).group(1)))
             calls = calls_for(layer)
             module = os.path.join(args.modules, name + ".so")
-            mhac = float(re.search(r"median ([0-9.]+)", run(
-                [args.mha_run, module, "--bench", str(calls), "--threads", str(args.threads)],
-                env)).group(1))
+            result = run([args.mha_run, module, "--bench", str(calls), "--threads",
+                          str(args.threads)], env)
+            mhac = float(re.search(r"median ([0-9.]+)", result).group(1))
+            sample["gflops"].append(float(re.search(r"([0-9.]+) GFLOP/s", result).group(1)))
             torch = float(re.search(r"median ([0-9.]+)", run(
                 [args.python, os.path.join(HERE, "peers", "torch_eager.py"), path,
                  str(args.threads), str(max(3, calls // 4))], env)).group(1))
@@ -99,9 +101,8 @@ def main():
     for name, (path, layer) in layers.items():
         sample = samples[name]
         ms = statistics.median(sample["mhac"])
-        rate = flops(layer) / (ms * 1e-3) * 1e-9
-        fraction = statistics.median(flops(layer) / (t * 1e-3) * 1e-9 / pk
-                                     for t, pk in zip(sample["mhac"], sample["peak"]))
+        rate = statistics.median(sample["gflops"])
+        fraction = statistics.median(g / pk for g, pk in zip(sample["gflops"], sample["peak"]))
         streamed = ""
         if sample["bw"]:
             gbs = weight_bytes(layer) / (ms * 1e-3) * 1e-9
