@@ -10,7 +10,7 @@
 #include "compiler/schedules/ScheduleFile.h"
 #include "compiler/tuning/SearchSpace.h"
 #include "runtime/io/File.h"
-#include "tools/mhac/tune/Subprocess.h"
+#include "tools/mhac/Subprocess.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"

@@ -1,12 +1,13 @@
 //===- Subprocess.h - child processes with a time limit ---------*- C++ -*-===//
 //
 // Part of mhac. The tuner compiles and measures each candidate in a child process, so that a
-// crash, a SIGILL or a hang is a recorded failure and the search goes on.
+// crash, a SIGILL or a hang is a recorded failure and the search goes on; the Halide backend
+// runs its generator in one, so that libHalide's LLVM never shares mhac's process.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MHAC_TOOLS_MHAC_TUNE_SUBPROCESS_H
-#define MHAC_TOOLS_MHAC_TUNE_SUBPROCESS_H
+#ifndef MHAC_TOOLS_MHAC_SUBPROCESS_H
+#define MHAC_TOOLS_MHAC_SUBPROCESS_H
 
 #include <string>
 #include <vector>
@@ -36,9 +37,9 @@ struct Command {
 /// killed whole when it outlives its limit. Returns their results in the same order.
 std::vector<ProcessResult> runCommands(const std::vector<Command> &commands, size_t parallel);
 
-/// The path of a tool installed beside the running executable (mha-run beside mhac).
+/// The path of a tool installed beside the running executable (mha-run, mhac-halide).
 std::string siblingTool(const std::string &name);
 
 } // namespace mhac
 
-#endif // MHAC_TOOLS_MHAC_TUNE_SUBPROCESS_H
+#endif // MHAC_TOOLS_MHAC_SUBPROCESS_H

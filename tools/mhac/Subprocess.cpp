@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/mhac/tune/Subprocess.h"
+#include "tools/mhac/Subprocess.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
