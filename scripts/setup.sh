@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs every Debian package that building and testing mhac needs.
+# Installs every Debian package that building and testing mhac needs, and Halide 21 from PyPI.
 # Idempotent: packages already present are skipped, and apt is not touched at all when nothing is
 # missing. Runs as root on a fresh Debian 12 machine (or through sudo when not root).
 set -euo pipefail
@@ -23,17 +23,24 @@ for p in "${packages[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+    sudo=(sudo)
+  fi
+  echo "setup: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-sudo=()
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
-  sudo=(sudo)
+# Halide 21 for the Halide backend, from PyPI into a virtual environment of the repository (the
+# wheel is a whole C++ SDK: Halide.h, libHalide.so, the autoschedulers); CMake finds it there.
+root=$(cd "$(dirname "$0")/.." && pwd)
+halide_venv=${MHAC_HALIDE_VENV:-$root/.deps/halide}
+if ! "$halide_venv/bin/python" -c 'import halide' 2>/dev/null; then
+  echo "setup: installing Halide 21 (PyPI) into $halide_venv" >&2
+  /usr/bin/python3 -m venv "$halide_venv"
+  "$halide_venv/bin/pip" install --quiet --disable-pip-version-check 'halide==21.0.0'
 fi
-
-echo "setup: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -44,6 +44,12 @@ Knob makeKnob(KnobId id, std::string_view name, std::string_view summary, KnobTy
 
 constexpr auto kProjection = &Schedule::projection;
 constexpr auto kAttention = &Schedule::attention;
+constexpr auto kHalide = &Schedule::halide;
+
+Knob forHalide(Knob knob) {
+  knob.backend = Backend::Halide;
+  return knob;
+}
 
 Knob withChoices(Knob knob, std::vector<std::string_view> choices) {
   knob.choices = std::move(choices);
@@ -59,6 +65,7 @@ constexpr KnobType kInteger = KnobType::Integer, kBoolean = KnobType::Boolean,
 std::vector<Knob> makeKnobs() {
   using P = ProjectionSchedule;
   using A = AttentionSchedule;
+  using H = HalideSchedule;
   return {
       makeKnob<kProjection, &P::cacheRows>(KnobId::ProjectionCacheRows, "projection_cache_rows",
                                            "rows of a parallel task (cache tile)", kInteger, 1,
@@ -133,6 +140,31 @@ std::vector<Knob> makeKnobs() {
            1,
            [](const Schedule &s) { return static_cast<int64_t>(s.bf16Compute); },
            [](Schedule &s, int64_t value) { s.bf16Compute = static_cast<Bf16Compute>(value); }},
+      forHalide(makeKnob<kHalide, &H::projectionVectors>(
+          KnobId::HalideProjectionVectors, "halide_projection_vectors",
+          "vectors of features per projection register tile", kInteger, 1, 8)),
+      forHalide(makeKnob<kHalide, &H::projectionRows>(
+          KnobId::HalideProjectionRows, "halide_projection_rows",
+          "rows per projection register tile", kInteger, 1, 16)),
+      forHalide(makeKnob<kHalide, &H::projectionTaskRows>(
+          KnobId::HalideProjectionTaskRows, "halide_projection_task_rows",
+          "rows per projection task", kInteger, 1, 4096)),
+      forHalide(makeKnob<kHalide, &H::projectionReductionBlock>(
+          KnobId::HalideProjectionReductionBlock, "halide_projection_reduction_block",
+          "input features per reduction block", kInteger, 1, 65536)),
+      forHalide(makeKnob<kHalide, &H::queryBlock>(KnobId::HalideQueryBlock, "halide_query_block",
+                                                  "query rows per attention task", kInteger, 1,
+                                                  1024)),
+      forHalide(
+          makeKnob<kHalide, &H::scoreVectors>(KnobId::HalideScoreVectors, "halide_score_vectors",
+                                              "vectors of keys per score tile", kInteger, 1, 8)),
+      forHalide(makeKnob<kHalide, &H::scoreRows>(KnobId::HalideScoreRows, "halide_score_rows",
+                                                 "query rows per score tile", kInteger, 1, 16)),
+      forHalide(makeKnob<kHalide, &H::valueVectors>(
+          KnobId::HalideValueVectors, "halide_value_vectors",
+          "vectors of head features per p.v tile", kInteger, 1, 8)),
+      forHalide(makeKnob<kHalide, &H::valueRows>(KnobId::HalideValueRows, "halide_value_rows",
+                                                 "query rows per p.v tile", kInteger, 1, 16)),
   };
 }
 
@@ -234,6 +266,19 @@ std::vector<Constraint> makeConstraints() {
       budgetRule("the score tile", KnobId::AttentionScoreTileKeys,
                  KnobId::AttentionScoreTileVectors),
       budgetRule("the p.v tile", KnobId::AttentionValueTileRows, KnobId::AttentionValueTileVectors),
+      budgetRule("a Halide projection register tile", KnobId::HalideProjectionRows,
+                 KnobId::HalideProjectionVectors),
+      budgetRule("the Halide score tile", KnobId::HalideScoreRows, KnobId::HalideScoreVectors),
+      budgetRule("the Halide p.v tile", KnobId::HalideValueRows, KnobId::HalideValueVectors),
+      multipleRule(KnobId::HalideProjectionTaskRows, KnobId::HalideProjectionRows,
+                   {KnobId::HalideProjectionTaskRows, KnobId::HalideProjectionRows},
+                   "a projection task is whole register tiles"),
+      multipleRule(KnobId::HalideQueryBlock, KnobId::HalideValueRows,
+                   {KnobId::HalideQueryBlock, KnobId::HalideValueRows},
+                   "an attention task is whole p.v tiles"),
+      multipleRule(KnobId::HalideQueryBlock, KnobId::HalideScoreRows,
+                   {KnobId::HalideQueryBlock, KnobId::HalideScoreRows},
+                   "an attention task is whole score tiles"),
       {{KnobId::AttentionScoreTileVectors, KnobId::AttentionQueryBlock,
         KnobId::AttentionGroupedQueryBlock},
        true,
@@ -302,9 +347,21 @@ std::vector<Constraint> makeConstraints() {
 
 } // namespace
 
+std::string_view backendName(Backend backend) {
+  return backend == Backend::Halide ? "halide" : "mlir";
+}
+
 const std::vector<Knob> &knobs() {
   static const std::vector<Knob> table = makeKnobs();
   return table;
+}
+
+std::vector<const Knob *> backendKnobs(Backend backend) {
+  std::vector<const Knob *> result;
+  for (const Knob &k : knobs())
+    if (k.backend == backend)
+      result.push_back(&k);
+  return result;
 }
 
 const Knob &knob(KnobId id) { return knobs()[static_cast<size_t>(id)]; }

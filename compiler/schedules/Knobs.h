@@ -46,6 +46,15 @@ enum class KnobId {
   AttentionPrefetchValues,
   AttentionPrefetchNextBlock,
   Bf16Compute,
+  HalideProjectionVectors,
+  HalideProjectionRows,
+  HalideProjectionTaskRows,
+  HalideProjectionReductionBlock,
+  HalideQueryBlock,
+  HalideScoreVectors,
+  HalideScoreRows,
+  HalideValueVectors,
+  HalideValueRows,
 };
 
 enum class KnobType { Integer, Boolean, Choice };
@@ -69,7 +78,12 @@ struct Knob {
   int64_t min = 0, max = 1, step = 1;
   int64_t (*get)(const Schedule &);
   void (*set)(Schedule &, int64_t);
+  /// The backend whose code it shapes: a schedule file for one backend names its knobs only.
+  Backend backend = Backend::Mlir;
 };
+
+/// The name of `backend` as `--backend` spells it, and as messages name it.
+std::string_view backendName(Backend backend);
 
 /// A rule that a legal schedule satisfies, over one or more knobs.
 struct Constraint {
@@ -87,6 +101,8 @@ struct Constraint {
 
 /// The knobs, in KnobId order.
 const std::vector<Knob> &knobs();
+/// The knobs of `backend`, in KnobId order.
+std::vector<const Knob *> backendKnobs(Backend backend);
 const Knob &knob(KnobId id);
 /// The knob called `name`, or null.
 const Knob *findKnob(std::string_view name);

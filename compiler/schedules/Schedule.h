@@ -14,6 +14,9 @@
 
 namespace mhac {
 
+/// What lowers a layer: MLIR's pipeline (the main backend) or Halide (`--backend halide`).
+enum class Backend { Mlir, Halide };
+
 /// How a block's query rows are transposed so that its columns become vectors.
 enum class QueryTranspose {
   Tiles,    ///< square lanes x lanes tiles transposed in registers (needs whole tiles)
@@ -81,9 +84,25 @@ struct AttentionSchedule {
   bool prefetchNextBlock = false;
 };
 
+/// The Halide backend's schedule (mhac-halide's HalideScheduling.cpp): register-tiled matrix
+/// products, Halide's idiom, for the projections and both products of attention.
+struct HalideSchedule {
+  /// A projection's register tile (vectors of output features x rows), and the rows of one of
+  /// its parallel tasks.
+  int64_t projectionVectors = 0, projectionRows = 0, projectionTaskRows = 0;
+  /// Input features per reduction block: the block of a weight panel stays in L1.
+  int64_t projectionReductionBlock = 0;
+  /// Query rows of an attention task.
+  int64_t queryBlock = 0;
+  /// The score tile (vectors of keys x query rows) and the p.v tile (vectors of a head's
+  /// features x query rows).
+  int64_t scoreVectors = 0, scoreRows = 0, valueVectors = 0, valueRows = 0;
+};
+
 struct Schedule {
   ProjectionSchedule projection;
   AttentionSchedule attention;
+  HalideSchedule halide;
   Bf16Compute bf16Compute = Bf16Compute::F32;
   /// The expert's escape hatch: a transform-dialect file that replaces the projections' tiling
   /// script (transforms/tiling.mlir), tied to MLIR 22's transform ops. Empty: the library's.

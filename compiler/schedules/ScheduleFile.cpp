@@ -62,8 +62,9 @@ std::string *provenanceField(ScheduleBlock &block, std::string_view key, SourceL
 class ScheduleFileChecker {
 public:
   ScheduleFileChecker(const SourceFile &file, DiagnosticEngine &diags, const CpuTarget &target,
-                      std::string_view blockKeyword)
-      : file_(file), diags_(diags), target_(target), blockKeyword_(blockKeyword) {}
+                      std::string_view blockKeyword, std::optional<Backend> backend)
+      : file_(file), diags_(diags), target_(target), blockKeyword_(blockKeyword),
+        backend_(backend) {}
 
   std::optional<ScheduleFile> check(const ModuleAST &ast, SourceLocation start);
 
@@ -79,6 +80,7 @@ private:
   DiagnosticEngine &diags_;
   const CpuTarget &target_;
   std::string_view blockKeyword_;
+  std::optional<Backend> backend_;
 };
 
 std::optional<PathSetting> ScheduleFileChecker::checkPath(const EntryAST &entry) {
@@ -148,6 +150,13 @@ std::optional<KnobSetting> ScheduleFileChecker::checkEntry(const EntryAST &entry
           fmt::format("unknown knob '{}'{}", quoteSource(entry.key),
                       suggestion ? fmt::format("; did you mean '{}'?", *suggestion)
                                  : std::string(" (docs/schedules.md lists the knobs)")),
+          entry.key.size());
+    return std::nullopt;
+  }
+  if (backend_ && k->backend != *backend_) {
+    error(entry.keyLoc,
+          fmt::format("'{}' is a knob of the {} backend; this compilation uses --backend {}",
+                      k->name, backendName(k->backend), backendName(*backend_)),
           entry.key.size());
     return std::nullopt;
   }
@@ -226,6 +235,14 @@ std::optional<ScheduleFile> ScheduleFileChecker::check(const ModuleAST &ast, Sou
         continue;
       }
       if (entry.key == kProjectionTransformKey) {
+        if (backend_ == Backend::Halide) {
+          error(entry.keyLoc,
+                fmt::format("'{}' replaces a transform-dialect script of the mlir backend; "
+                            "this compilation uses --backend halide",
+                            kProjectionTransformKey),
+                entry.key.size());
+          continue;
+        }
         std::optional<PathSetting> path = checkPath(entry);
         if (path && block.projectionTransform) {
           error(entry.keyLoc, fmt::format("duplicate setting '{}'", entry.key), entry.key.size());
@@ -269,13 +286,13 @@ SourceLocation fileStart() { return SourceLocation{1, 1}; }
 } // namespace
 
 std::optional<ScheduleFile> readScheduleFile(const SourceFile &file, DiagnosticEngine &diags,
-                                             const CpuTarget &target,
-                                             std::string_view blockKeyword) {
+                                             const CpuTarget &target, std::string_view blockKeyword,
+                                             std::optional<Backend> backend) {
   BlockGrammar grammar{/*settings=*/true, {"layer", "target"}, /*needsBlock=*/false};
   ModuleAST ast = Parser(file, diags, grammar).parseModule();
   if (diags.hasErrors())
     return std::nullopt;
-  return ScheduleFileChecker(file, diags, target, blockKeyword).check(ast, fileStart());
+  return ScheduleFileChecker(file, diags, target, blockKeyword, backend).check(ast, fileStart());
 }
 
 bool checkBlockNames(const ScheduleFile &file, const std::vector<LayerSpec> &layers,
@@ -300,19 +317,23 @@ bool checkBlockNames(const ScheduleFile &file, const std::vector<LayerSpec> &lay
 }
 
 std::string printScheduleBlock(std::string_view keyword, std::string_view name,
-                               const Schedule &schedule, const Provenance *provenance) {
+                               const Schedule &schedule, const Provenance *provenance,
+                               Backend backend) {
   size_t width = 0;
   for (const Knob &k : knobs())
-    width = std::max(width, k.name.size() + 3 + formatKnobValue(k, k.get(schedule)).size());
+    if (k.backend == backend)
+      width = std::max(width, k.name.size() + 3 + formatKnobValue(k, k.get(schedule)).size());
   std::string out = fmt::format("{} {} {{\n", keyword, name);
   if (provenance)
     for (const auto &[key, field] : kProvenanceKeys)
       out += fmt::format("  {} = {}\n", key, quoteString(provenance->*field));
   for (const Knob &k : knobs()) {
+    if (k.backend != backend)
+      continue;
     std::string line = fmt::format("{} = {}", k.name, formatKnobValue(k, k.get(schedule)));
     out += fmt::format("  {:<{}}  # {}\n", line, width, k.summary);
   }
-  if (!schedule.projectionTransform.empty())
+  if (backend == Backend::Mlir && !schedule.projectionTransform.empty())
     out += fmt::format("  {} = {}  # replaces the projections' tiling script (MLIR 22)\n",
                        kProjectionTransformKey, quoteString(schedule.projectionTransform));
   out += "}\n";
@@ -339,15 +360,16 @@ void checkProvenance(const ScheduleBlock &block, const LayerSpec &layer, const C
 }
 
 std::string printScheduleFile(const std::vector<std::pair<std::string, Schedule>> &schedules,
-                              std::string_view source, const CpuTarget &target) {
+                              std::string_view source, const CpuTarget &target, Backend backend) {
   std::string out = fmt::format(
-      "# Schedules of {} for target {} ({}-bit vectors, {} vector registers).\n"
+      "# Schedules of {} for target {} ({}-bit vectors, {} vector registers){}.\n"
       "# Edit a knob and compile with --schedule FILE; a knob left out takes the target's\n"
       "# default. docs/schedules.md describes every knob.\n"
       "format = {}\n",
-      source, target.name, target.vectorBits, target.vectorRegisters, kScheduleFormat);
+      source, target.name, target.vectorBits, target.vectorRegisters,
+      backend == Backend::Halide ? ", backend halide" : "", kScheduleFormat);
   for (const auto &[name, schedule] : schedules)
-    out += "\n" + printScheduleBlock("layer", name, schedule);
+    out += "\n" + printScheduleBlock("layer", name, schedule, nullptr, backend);
   return out;
 }
 

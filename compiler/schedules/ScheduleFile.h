@@ -80,11 +80,13 @@ struct ScheduleFile {
 
 /// Reads a schedule file: its `format` line, its blocks (of `blockKeyword`), and each knob's
 /// name, type and value on `target` (values are checked against the knobs' domains here; the
-/// rules that couple knobs or read the layer are checked by resolveSchedule). Reports every
-/// error to `diags` and returns nullopt if there was one.
+/// rules that couple knobs or read the layer are checked by resolveSchedule). With `backend`,
+/// knobs of the other backend are errors. Reports every error to `diags` and returns nullopt
+/// if there was one.
 std::optional<ScheduleFile> readScheduleFile(const SourceFile &file, DiagnosticEngine &diags,
                                              const CpuTarget &target,
-                                             std::string_view blockKeyword = "layer");
+                                             std::string_view blockKeyword = "layer",
+                                             std::optional<Backend> backend = std::nullopt);
 
 /// Reports, for every block of `file` that names no layer of `layers`, an error with a
 /// suggestion. Returns false if there was one.
@@ -102,10 +104,12 @@ struct ScheduleResolution {
 ScheduleResolution resolveSchedule(const LayerSpec &layer, const CpuTarget &target,
                                    const ScheduleBlock *block, DiagnosticEngine *diags);
 
-/// `layer NAME { ... }` with every knob of `schedule`, one per line, each with its summary,
-/// its projection transform file when it has one, and the `tuned_*` lines of `provenance`.
+/// `layer NAME { ... }` with every knob of `schedule` for `backend`, one per line, each with its
+/// summary, its projection transform file when it has one, and the `tuned_*` lines of
+/// `provenance`.
 std::string printScheduleBlock(std::string_view keyword, std::string_view name,
-                               const Schedule &schedule, const Provenance *provenance = nullptr);
+                               const Schedule &schedule, const Provenance *provenance = nullptr,
+                               Backend backend = Backend::Mlir);
 
 /// Warns (to `diags`) when `block` was tuned for another layer than `layer` or another CPU
 /// than `target`, saying what it was tuned for.
@@ -115,7 +119,8 @@ void checkProvenance(const ScheduleBlock &block, const LayerSpec &layer, const C
 /// A whole schedule file of `schedules` (layer names and their schedules) for `target`, with
 /// a header saying where they come from.
 std::string printScheduleFile(const std::vector<std::pair<std::string, Schedule>> &schedules,
-                              std::string_view source, const CpuTarget &target);
+                              std::string_view source, const CpuTarget &target,
+                              Backend backend = Backend::Mlir);
 
 /// The default schedule of `target`'s kind of vector unit (compiler/schedules/defaults),
 /// before it is fitted to a layer.

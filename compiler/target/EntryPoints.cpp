@@ -60,17 +60,30 @@ constexpr size_t kLayerFieldOffsets[] = {
     offsetof(mhac_layer, schedule),
 };
 
+/// Halide's error code for a failed allocation (halide_error_code_out_of_memory in Halide's
+/// HalideRuntime.h); any other error of a Halide kernel is reported as an invalid argument.
+constexpr int32_t kHalideOutOfMemory = -11;
+
+/// Halide's halide_type_code_t values, and the largest extent or stride of its buffers.
+enum HalideTypeCode : uint8_t { kHalideInt = 0, kHalideFloat = 2, kHalideBFloat = 4 };
+constexpr int64_t kHalideMaxStride = 2147483647;
+
 /// Largest accepted run-time size, as in the language.
 constexpr int64_t kMaxRuntimeSize = 2147483647;
 /// Largest element count of one tensor: beyond it, offsets would overflow 64-bit arithmetic
 /// in the kernel's index computations.
 constexpr int64_t kMaxElements = int64_t(1) << 48;
 
+/// What a tensor holds, for kernels that check it (Halide's).
+enum class Element { F32, BF16, I32 };
+
 class EntryPointBuilder {
 public:
-  EntryPointBuilder(Module &module, const LayerABI &layer, Constant *cpuFeatures)
+  EntryPointBuilder(Module &module, const LayerABI &layer, Constant *cpuFeatures,
+                    KernelConvention convention)
       : module_(module), layer_(layer), ctx_(module.getContext()), ptr_(PointerType::get(ctx_, 0)),
-        i32_(Type::getInt32Ty(ctx_)), i64_(Type::getInt64Ty(ctx_)), cpuFeatures_(cpuFeatures) {}
+        i32_(Type::getInt32Ty(ctx_)), i64_(Type::getInt64Ty(ctx_)), cpuFeatures_(cpuFeatures),
+        convention_(convention) {}
 
   Error build();
   GlobalVariable *metadata() const { return metadata_; }
@@ -84,12 +97,30 @@ private:
   Error buildMetadata(Function *runPacked, Function *preparePacked, Function *runPreparedPacked);
   /// A private constant C string `text`, named NAME.`what`.
   Constant *string(StringRef text, StringRef what);
-  /// Appends a memref descriptor: (allocated, aligned, offset = 0, sizes, row-major strides).
+  /// Appends the kernel arguments of a dense row-major tensor of shape `dims` at `pointer`,
+  /// holding `element`s, in the kernel's convention.
+  void appendTensor(IRBuilder<> &b, SmallVectorImpl<Value *> &args, Value *pointer,
+                    ArrayRef<Value *> dims, Element element);
+  /// The same for a static shape.
+  void appendTensor(IRBuilder<> &b, SmallVectorImpl<Value *> &args, Value *pointer,
+                    ArrayRef<int64_t> shape, Element element);
+  /// A memref descriptor: (allocated, aligned, offset = 0, sizes, row-major strides).
   void appendDescriptor(IRBuilder<> &b, SmallVectorImpl<Value *> &args, Value *pointer,
                         ArrayRef<Value *> dims);
-  /// Appends a descriptor of a static shape.
-  void appendDescriptor(IRBuilder<> &b, SmallVectorImpl<Value *> &args, Value *pointer,
-                        ArrayRef<int64_t> shape);
+  /// A halide_buffer_t on the stack, describing the tensor.
+  Value *halideBuffer(IRBuilder<> &b, Value *pointer, ArrayRef<Value *> dims, Element element);
+  /// The element type of `tensor` as the caller passes it.
+  Element callerElement(const TensorABI &tensor) const {
+    return tensor.isInt32 ? Element::I32 : layer_.bf16 ? Element::BF16 : Element::F32;
+  }
+  /// The element type of a parameter in the prepared block: the layer's for MLIR's kernels
+  /// (the schedule keeps it), f32 for Halide's (preparation widens bf16 once).
+  Element preparedElement() const {
+    return convention_ == KernelConvention::HalideBuffers ? Element::F32
+                                                          : callerElement(layer_.tensors[0]);
+  }
+  /// Calls a kernel; returns from the entry point with a status if it reports an error.
+  void callKernel(IRBuilder<> &b, Function *kernel, ArrayRef<Value *> args, Value *release);
 
   Module &module_;
   const LayerABI &layer_;
@@ -98,6 +129,7 @@ private:
   IntegerType *i32_, *i64_;
   /// The module's cpu_features string (one for all its layers).
   Constant *cpuFeatures_;
+  KernelConvention convention_;
   Function *kernel_ = nullptr, *preparation_ = nullptr;
   GlobalVariable *metadata_ = nullptr;
 };
@@ -139,12 +171,75 @@ void EntryPointBuilder::appendDescriptor(IRBuilder<> &b, SmallVectorImpl<Value *
   args.append(strides.begin(), strides.end());
 }
 
-void EntryPointBuilder::appendDescriptor(IRBuilder<> &b, SmallVectorImpl<Value *> &args,
-                                         Value *pointer, ArrayRef<int64_t> shape) {
+Value *EntryPointBuilder::halideBuffer(IRBuilder<> &b, Value *pointer, ArrayRef<Value *> dims,
+                                       Element element) {
+  // halide_dimension_t {min, extent, stride, flags} and halide_buffer_t {device,
+  // device_interface, host, flags, type {code, bits, lanes}, dimensions, dim, padding}, as
+  // HalideRuntime.h lays them out. The caller has checked that extents and strides fit int32.
+  auto *dimensionType = StructType::get(ctx_, {i32_, i32_, i32_, i32_});
+  auto *typeType = StructType::get(ctx_, {b.getInt8Ty(), b.getInt8Ty(), b.getInt16Ty()});
+  auto *bufferType = StructType::get(ctx_, {i64_, ptr_, ptr_, i64_, typeType, i32_, ptr_, ptr_});
+  Function *fn = b.GetInsertBlock()->getParent();
+  IRBuilder<> entry(&fn->getEntryBlock(), fn->getEntryBlock().begin());
+  Value *dimensions =
+      entry.CreateAlloca(ArrayType::get(dimensionType, std::max<size_t>(1, dims.size())));
+  Value *buffer = entry.CreateAlloca(bufferType);
+  Value *stride = b.getInt64(1);
+  // Halide's dimensions run innermost first.
+  for (size_t d = 0; d < dims.size(); ++d) {
+    Value *dimension = b.CreateConstGEP2_32(ArrayType::get(dimensionType, dims.size()), dimensions,
+                                            0, static_cast<unsigned>(d));
+    Value *extent = dims[dims.size() - 1 - d];
+    Value *fields[] = {b.getInt32(0), b.CreateTrunc(extent, i32_), b.CreateTrunc(stride, i32_),
+                       b.getInt32(0)};
+    for (auto [index, value] : llvm::enumerate(fields))
+      b.CreateStore(value, b.CreateStructGEP(dimensionType, dimension, index));
+    stride = b.CreateMul(stride, extent);
+  }
+  auto [code, bits] = element == Element::F32    ? std::pair{kHalideFloat, 32}
+                      : element == Element::BF16 ? std::pair{kHalideBFloat, 16}
+                                                 : std::pair{kHalideInt, 32};
+  Value *type = ConstantStruct::get(typeType, {b.getInt8(code), b.getInt8(bits), b.getInt16(1)});
+  Value *fields[] = {b.getInt64(0), ConstantPointerNull::get(ptr_),
+                     pointer,       b.getInt64(0),
+                     type,          b.getInt32(static_cast<int32_t>(dims.size())),
+                     dimensions,    ConstantPointerNull::get(ptr_)};
+  for (auto [index, value] : llvm::enumerate(fields))
+    b.CreateStore(value, b.CreateStructGEP(bufferType, buffer, index));
+  return buffer;
+}
+
+void EntryPointBuilder::appendTensor(IRBuilder<> &b, SmallVectorImpl<Value *> &args, Value *pointer,
+                                     ArrayRef<Value *> dims, Element element) {
+  if (convention_ == KernelConvention::HalideBuffers)
+    args.push_back(halideBuffer(b, pointer, dims, element));
+  else
+    appendDescriptor(b, args, pointer, dims);
+}
+
+void EntryPointBuilder::appendTensor(IRBuilder<> &b, SmallVectorImpl<Value *> &args, Value *pointer,
+                                     ArrayRef<int64_t> shape, Element element) {
   SmallVector<Value *> dims;
   for (int64_t size : shape)
     dims.push_back(b.getInt64(size));
-  appendDescriptor(b, args, pointer, dims);
+  appendTensor(b, args, pointer, dims, element);
+}
+
+void EntryPointBuilder::callKernel(IRBuilder<> &b, Function *kernel, ArrayRef<Value *> args,
+                                   Value *release) {
+  Value *result = b.CreateCall(kernel, args);
+  if (convention_ != KernelConvention::HalideBuffers)
+    return;
+  Function *fn = b.GetInsertBlock()->getParent();
+  BasicBlock *fail = BasicBlock::Create(ctx_, "kernel.failed", fn);
+  BasicBlock *next = BasicBlock::Create(ctx_, "kernel.done", fn);
+  b.CreateCondBr(b.CreateICmpNE(result, b.getInt32(0)), fail, next);
+  b.SetInsertPoint(fail);
+  if (release)
+    b.CreateCall(module_.getFunction("mhac_free"), {release});
+  Value *outOfMemory = b.CreateICmpEQ(result, b.getInt32(kHalideOutOfMemory));
+  b.CreateRet(b.CreateSelect(outOfMemory, b.getInt32(kOutOfMemory), b.getInt32(kInvalidArgument)));
+  b.SetInsertPoint(next);
 }
 
 Function *EntryPointBuilder::buildEntry(EntryKind kind) {
@@ -210,6 +305,15 @@ Function *EntryPointBuilder::buildEntry(EntryKind kind) {
         elements = b.CreateFMul(elements, b.CreateSIToFP(dimension(tensor, d), b.getDoubleTy()));
       returnIf(b, b.CreateFCmpOGT(elements, ConstantFP::get(b.getDoubleTy(), double(kMaxElements))),
                kBadSize);
+      // Halide's buffers have int32 strides: the largest, of the outermost dimension, is the
+      // element count of the others.
+      if (convention_ == KernelConvention::HalideBuffers && !tensor.shape.empty()) {
+        Value *outer = b.CreateSIToFP(dimension(tensor, 0), b.getDoubleTy());
+        Value *stride = b.CreateFDiv(elements, outer);
+        returnIf(
+            b, b.CreateFCmpOGT(stride, ConstantFP::get(b.getDoubleTy(), double(kHalideMaxStride))),
+            kBadSize);
+      }
     }
 
     // kv_lens entries must lie in [0, Skv].
@@ -252,30 +356,33 @@ Function *EntryPointBuilder::buildEntry(EntryKind kind) {
     SmallVector<Value *> args;
     for (size_t i = 0; i < layer_.tensors.size(); ++i)
       if (layer_.tensors[i].isParameter)
-        appendDescriptor(b, args, tensorPointer[i], ArrayRef<int64_t>(layer_.tensors[i].shape));
+        appendTensor(b, args, tensorPointer[i], ArrayRef<int64_t>(layer_.tensors[i].shape),
+                     callerElement(layer_.tensors[i]));
     for (const TensorABI &tensor : layer_.tensors)
       if (tensor.isParameter)
-        appendDescriptor(b, args, preparedPointer(tensor), ArrayRef<int64_t>(tensor.preparedShape));
+        appendTensor(b, args, preparedPointer(tensor), ArrayRef<int64_t>(tensor.preparedShape),
+                     preparedElement());
     if (args.size() != preparation_->arg_size())
       return nullptr;
-    b.CreateCall(preparation_, args);
+    callKernel(b, preparation_, args, kind == EntryKind::Run ? prepared : nullptr);
   }
   if (kind != EntryKind::Prepare) {
     SmallVector<Value *> args;
     for (size_t i = 0; i < layer_.tensors.size(); ++i) {
       const TensorABI &tensor = layer_.tensors[i];
       if (tensor.isParameter) {
-        appendDescriptor(b, args, preparedPointer(tensor), ArrayRef<int64_t>(tensor.preparedShape));
+        appendTensor(b, args, preparedPointer(tensor), ArrayRef<int64_t>(tensor.preparedShape),
+                     preparedElement());
         continue;
       }
       SmallVector<Value *> dims;
       for (size_t d = 0; d < tensor.shape.size(); ++d)
         dims.push_back(dimension(tensor, d));
-      appendDescriptor(b, args, tensorPointer[i], dims);
+      appendTensor(b, args, tensorPointer[i], dims, callerElement(tensor));
     }
     if (args.size() != kernel_->arg_size())
       return nullptr;
-    b.CreateCall(kernel_, args);
+    callKernel(b, kernel_, args, kind == EntryKind::Run ? prepared : nullptr);
   }
   if (kind == EntryKind::Run)
     b.CreateCall(release, {prepared});
@@ -424,14 +531,15 @@ std::string enabledCpuFeatures(StringRef targetFeatures) {
   return join(enabled, ",");
 }
 
-Error addEntryPoints(Module &module, ArrayRef<LayerABI> layers, StringRef targetFeatures) {
+Error addEntryPoints(Module &module, ArrayRef<LayerABI> layers, StringRef targetFeatures,
+                     KernelConvention convention) {
   LLVMContext &ctx = module.getContext();
   Constant *features = ConstantDataArray::getString(ctx, enabledCpuFeatures(targetFeatures));
   auto *featuresGlobal =
       new GlobalVariable(module, features->getType(), /*isConstant=*/true,
                          GlobalValue::PrivateLinkage, features, "mhac.cpu_features");
   for (const LayerABI &layer : layers) {
-    EntryPointBuilder builder(module, layer, featuresGlobal);
+    EntryPointBuilder builder(module, layer, featuresGlobal, convention);
     if (Error error = builder.build())
       return error;
   }

@@ -18,9 +18,19 @@ class Module;
 
 namespace mhac {
 
+/// How the kernels of a layer take their tensors.
+enum class KernelConvention {
+  /// MLIR's: each tensor a memref descriptor (allocated and aligned pointers, offset, sizes,
+  /// strides) spread over scalar arguments; no result.
+  MemrefDescriptors,
+  /// Halide's: each tensor a pointer to a halide_buffer_t (dimensions innermost first, int32
+  /// extents and strides); an int result, 0 on success or a halide_error_code_t.
+  HalideBuffers,
+};
+
 /// Adds to `module` (LLVM IR of lowered layers: per layer a function named after it and its
-/// preparation function) what the C header promises for each layer; the layer and preparation
-/// functions become internal kernels:
+/// preparation function, taking their tensors by `convention`) what the C header promises for
+/// each layer; the layer and preparation functions become internal kernels:
 ///   int32_t NAME_run(tensors..., out, [batch], [seq], [kv_seq])   prepares, then runs
 ///   int32_t NAME_prepare(parameters..., void *prepared)           NAME_PREPARED_BYTES
 ///   int32_t NAME_run_prepared(x, [memory], prepared, [kv_lens], out, [sizes...])
@@ -29,7 +39,8 @@ namespace mhac {
 /// Each layer's metadata (an internal global, metadataSymbol(layer)) lists the features enabled
 /// in `targetFeatures` (LLVM's feature string the code is compiled with).
 llvm::Error addEntryPoints(llvm::Module &module, llvm::ArrayRef<LayerABI> layers,
-                           llvm::StringRef targetFeatures);
+                           llvm::StringRef targetFeatures,
+                           KernelConvention convention = KernelConvention::MemrefDescriptors);
 
 /// Adds `mhac_module_layers()`, the null-terminated list of the metadata of `layers` (a weak
 /// symbol, for programs that load the module as a shared library). Called once the module

@@ -14,8 +14,10 @@ size_t drawIndex(std::mt19937_64 &random, size_t n) { return random() % n; }
 
 Schedule randomWalk(Schedule start, const KnobContext &context, std::mt19937_64 &random, int steps,
                     WalkRange range) {
+  // The tuner searches the MLIR backend's schedules.
+  std::vector<const Knob *> searched = backendKnobs(Backend::Mlir);
   for (int step = 0; step < steps; ++step) {
-    const Knob &k = knobs()[drawIndex(random, knobs().size())];
+    const Knob &k = *searched[drawIndex(random, searched.size())];
     std::vector<int64_t> legal = legalValues(k.id, start, context);
     if (range == WalkRange::Near && k.type == KnobType::Integer) {
       int64_t current = k.get(start);
@@ -31,7 +33,8 @@ Schedule randomWalk(Schedule start, const KnobContext &context, std::mt19937_64 
 
 std::vector<Schedule> neighbours(const Schedule &center, const KnobContext &context) {
   std::vector<Schedule> result;
-  for (const Knob &k : knobs()) {
+  for (const Knob *searched : backendKnobs(Backend::Mlir)) {
+    const Knob &k = *searched;
     std::vector<int64_t> legal = legalValues(k.id, center, context);
     int64_t current = k.get(center);
     auto above = std::upper_bound(legal.begin(), legal.end(), current);

@@ -73,6 +73,15 @@ cl::opt<std::string> schedule("schedule", cl::value_desc("FILE[,FILE...]"), cl::
                                        "defaults); with several targets, one file per target, "
                                        "in --target's order"));
 
+cl::opt<Backend> backend("backend", cl::value_desc("B"), cl::init(Backend::Mlir),
+                         cl::sub(compileCommand), cl::cat(compileCategory),
+                         cl::desc("what lowers the layers (same header, functions and results):"),
+                         cl::values(clEnumValN(Backend::Mlir, "mlir",
+                                               "the mha dialect, linalg and transform-dialect "
+                                               "schedules (default)"),
+                                    clEnumValN(Backend::Halide, "halide",
+                                               "Halide 21 pipelines, through mhac-halide")));
+
 cl::opt<unsigned> jobs("j", cl::value_desc("N"), cl::Prefix, cl::sub(compileCommand),
                        cl::cat(compileCategory),
                        cl::desc("compile up to N layers (and targets) at once (default: every "
@@ -321,6 +330,14 @@ std::optional<CompileOptions> compileOptions() {
   }
   if (options.targets.size() > 1 && options.emit && *options.emit < EmitStage::LLVMIR) {
     usageError(fmt::format("--emit={} shows the code of one target; give one --target",
+                           emit.getParser().getOption(static_cast<unsigned>(*options.emit))));
+    return std::nullopt;
+  }
+  options.backend = backend;
+  if (backend == Backend::Halide && options.emit && *options.emit > EmitStage::Schedule &&
+      *options.emit < EmitStage::LLVMIR) {
+    usageError(fmt::format("--emit={} is a stage of the MLIR backend; with --backend halide, "
+                           "emit ast, schedule, llvm, asm or obj",
                            emit.getParser().getOption(static_cast<unsigned>(*options.emit))));
     return std::nullopt;
   }

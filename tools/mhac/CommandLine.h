@@ -9,6 +9,8 @@
 #ifndef MHAC_TOOLS_MHAC_COMMANDLINE_H
 #define MHAC_TOOLS_MHAC_COMMANDLINE_H
 
+#include "compiler/schedules/Schedule.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -31,6 +33,7 @@ struct CompileOptions {
   /// A schedule file per target, in the order of `targets`; empty: the targets' defaults.
   std::vector<std::string> schedulePaths;
   bool shared = false; ///< write NAME.so instead of NAME.o
+  Backend backend = Backend::Mlir;
   /// Threads that compile layers (and targets) side by side; 0: every CPU the process may use.
   unsigned jobs = 0;
   /// Prepended to the C names of every layer's functions (see LayerABI::symbolPrefix).

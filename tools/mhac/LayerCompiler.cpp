@@ -17,6 +17,7 @@
 #include "compiler/target/Target.h"
 #include "compiler/target/VariantDispatch.h"
 #include "tools/common/StageProgress.h"
+#include "tools/mhac/HalideLayer.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -52,6 +53,25 @@ struct Unit {
   SmallVector<char, 0> bitcode;
   std::string error;
 };
+
+/// Compiles `unit` through the Halide backend (HalideLayer.h).
+Error compileHalideUnit(Unit &unit, mlir::TimingScope &timing,
+                        const std::function<void(const char *)> &enter) {
+  const TargetPlan &plan = *unit.plan;
+  auto machine = createTargetMachine(plan.target);
+  if (!machine)
+    return machine.takeError();
+  enter("Halide");
+  mlir::TimingScope scope = timing.nest("Halide's generator, entry points");
+  LLVMContext llvmContext;
+  auto module = compileHalideLayer(*unit.layer, plan.schedules.at(unit.layer->name), plan.target,
+                                   **machine, unit.abi, llvmContext);
+  if (!module)
+    return module.takeError();
+  raw_svector_ostream out(unit.bitcode);
+  WriteBitcodeToFile(**module, out);
+  return Error::success();
+}
 
 /// Compiles `unit`, calling `enter` with the name of each step it starts, timed under
 /// `timing`, which the units share.
@@ -123,7 +143,10 @@ void runUnits(std::vector<Unit> &units, const LayerCompilation &compilation,
       unit.step = step;
       report();
     };
-    if (Error error = compileUnit(unit, compilation, threadedContext, timing, enter))
+    Error error = compilation.backend == Backend::Halide
+                      ? compileHalideUnit(unit, timing, enter)
+                      : compileUnit(unit, compilation, threadedContext, timing, enter);
+    if (error)
       unit.error = toString(std::move(error));
     std::lock_guard<std::mutex> lock(mutex);
     llvm::erase(active, &unit);
@@ -232,7 +255,8 @@ Expected<CompiledLayers> compileLayers(const LayerCompilation &compilation, LLVM
       unit.plan = &plan;
       unit.abi = describeLayer(layer);
       unit.abi.symbolPrefix = compilation.symbolPrefix;
-      unit.abi.schedule = printScheduleBlock("layer", layer.name, plan.schedules.at(layer.name));
+      unit.abi.schedule = printScheduleBlock("layer", layer.name, plan.schedules.at(layer.name),
+                                             nullptr, compilation.backend);
       units.push_back(std::move(unit));
     }
 

@@ -51,6 +51,7 @@ struct LayerCompilation {
   std::string symbolPrefix;
   std::string sourceName; ///< for locations in the IR
   unsigned jobs = 0;      ///< 0: every CPU the process may use
+  Backend backend = Backend::Mlir;
   /// Applies MLIR's command-line options (timing, IR printing) to each pass manager.
   PassManagerSetup setupPassManager;
 };

@@ -84,7 +84,7 @@ static std::string outputBase(const CompileOptions &options) {
 /// layer, the target's defaults otherwise. Errors in the file are reported in it.
 static std::optional<LayerSchedules> readSchedules(const std::string &schedulePath,
                                                    const std::vector<LayerSpec> &layers,
-                                                   const CpuTarget &target) {
+                                                   const CpuTarget &target, Backend backend) {
   std::optional<SourceFile> file;
   std::optional<DiagnosticEngine> diags;
   std::optional<ScheduleFile> schedules;
@@ -97,7 +97,7 @@ static std::optional<LayerSchedules> readSchedules(const std::string &schedulePa
     }
     file.emplace(schedulePath, (*buffer)->getBuffer().str());
     diags.emplace(*file, std::cerr);
-    schedules = readScheduleFile(*file, *diags, target);
+    schedules = readScheduleFile(*file, *diags, target, "layer", backend);
     if (!schedules || !checkBlockNames(*schedules, layers, *diags))
       return std::nullopt;
   }
@@ -153,14 +153,14 @@ private:
 /// Prints one of the stages before LLVM IR (the schedule file, or the module in the mha
 /// dialect, after lowering to linalg, or in the LLVM dialect) for one target.
 static int emitMlirStage(EmitStage stage, const std::vector<LayerSpec> &layers,
-                         const TargetPlan &plan, const std::string &displayName,
+                         const TargetPlan &plan, Backend backend, const std::string &displayName,
                          EmitOutput &emitted, StageProgress &progress,
                          mlir::TimingScope &rootScope) {
   if (stage == EmitStage::Schedule) {
     std::vector<std::pair<std::string, Schedule>> ordered;
     for (const LayerSpec &layer : layers)
       ordered.emplace_back(layer.name, plan.schedules.at(layer.name));
-    emitted.os() << printScheduleFile(ordered, displayName, plan.target);
+    emitted.os() << printScheduleFile(ordered, displayName, plan.target, backend);
     return emitted.done();
   }
   mlir::DialectRegistry registry;
@@ -233,15 +233,16 @@ static int compile(const CompileOptions &options) {
     llvm::Expected<CpuTarget> target = resolveCpuTarget(options.targets[i]);
     if (!target)
       return fail(llvm::toString(target.takeError()));
-    std::optional<LayerSchedules> schedules = readSchedules(
-        options.schedulePaths.empty() ? "" : options.schedulePaths[i], *layers, *target);
+    std::optional<LayerSchedules> schedules =
+        readSchedules(options.schedulePaths.empty() ? "" : options.schedulePaths[i], *layers,
+                      *target, options.backend);
     if (!schedules)
       return kFailure;
     plans.push_back({std::move(*target), std::move(*schedules)});
   }
   if (options.emit && *options.emit < EmitStage::LLVMIR)
-    return emitMlirStage(*options.emit, *layers, plans[0], displayName, *emitted, progress,
-                         rootScope);
+    return emitMlirStage(*options.emit, *layers, plans[0], options.backend, displayName, *emitted,
+                         progress, rootScope);
 
   LayerCompilation compilation;
   compilation.layers = &*layers;
@@ -249,6 +250,7 @@ static int compile(const CompileOptions &options) {
   compilation.symbolPrefix = options.symbolPrefix;
   compilation.sourceName = displayName;
   compilation.jobs = options.jobs;
+  compilation.backend = options.backend;
   compilation.setupPassManager = [](mlir::PassManager &pm) {
     return mlir::applyPassManagerCLOptions(pm);
   };

@@ -136,6 +136,15 @@ int32_t mhac_get_num_threads(void);
 void *mhac_alloc(size_t size);
 void mhac_free(void *pointer);
 
+/* Halide's runtime hooks, for code from `mhac compile --backend halide` (its copy of Halide's
+ * runtime calls these instead of its own): halide_do_par_for on mhac_parallel_for, halide_malloc
+ * and halide_free on mhac_alloc and mhac_free, halide_error returning the error as a status. */
+int mhac_halide_do_par_for(void *user_context, int (*task)(void *, int, uint8_t *), int min,
+                           int size, uint8_t *closure);
+void *mhac_halide_malloc(void *user_context, size_t size);
+void mhac_halide_free(void *user_context, void *pointer);
+void mhac_halide_error(void *user_context, const char *message);
+
 /* The first of `features` (a comma-separated list of LLVM's names for x86 features) that this
  * CPU, or the operating system's support of its registers, lacks; NULL when it has them all.
  * Names the runtime does not know are not checked. Never fails otherwise. The first list that
@@ -160,8 +169,8 @@ int32_t mhac_layer_prepare(const mhac_layer *layer, void *const *tensors, void *
 
 /* Runs `layer` on parameters prepared by mhac_layer_prepare, which made the CPU check; see
  * run_prepared_packed. */
-int32_t mhac_layer_run_prepared(const mhac_layer *layer, void *const *tensors,
-                                const void *prepared, const mhac_sizes *sizes);
+int32_t mhac_layer_run_prepared(const mhac_layer *layer, void *const *tensors, const void *prepared,
+                                const mhac_sizes *sizes);
 
 /* Every module (object or shared library) written by `mhac compile` defines this weak function,
  * returning its layers as a NULL-terminated array. */

@@ -151,20 +151,43 @@ TEST(Resolution, ReportsABrokenRuleAtTheKnobWritten) {
 
 TEST(ScheduleFiles, PrintedSchedulesReadBackTheSame) {
   for (unsigned bits : {256u, 512u}) {
-    CpuTarget target = makeTarget(bits);
-    LayerSpec layer = makeLayer(640, 8, 80, 2, kDynamicSize);
-    Schedule schedule = *resolveSchedule(layer, target, nullptr, nullptr).schedule;
-    schedule.attention.prefetchValues = false;
-    schedule.attention.transposeLowering = TransposeLowering::Shuffle1D;
-    std::string text = printScheduleFile({{"layer", schedule}}, "test.mha", target);
-    std::string errors;
-    std::optional<ScheduleFile> file = read(text, target, errors);
-    ASSERT_TRUE(file) << errors;
-    ASSERT_EQ(file->find("layer")->settings.size(), knobs().size());
-    ScheduleResolution again = resolveSchedule(layer, target, file->find("layer"), nullptr);
-    ASSERT_TRUE(again.schedule);
-    EXPECT_EQ(*again.schedule, schedule);
+    for (Backend backend : {Backend::Mlir, Backend::Halide}) {
+      CpuTarget target = makeTarget(bits);
+      LayerSpec layer = makeLayer(640, 8, 80, 2, kDynamicSize);
+      Schedule schedule = *resolveSchedule(layer, target, nullptr, nullptr).schedule;
+      schedule.attention.prefetchValues = false;
+      schedule.attention.transposeLowering = TransposeLowering::Shuffle1D;
+      schedule.halide.projectionTaskRows = 3 * schedule.halide.projectionRows;
+      std::string text = printScheduleFile({{"layer", schedule}}, "test.mha", target, backend);
+      std::string errors;
+      std::optional<ScheduleFile> file = read(text, target, errors);
+      ASSERT_TRUE(file) << errors;
+      // A file holds the knobs of its backend only; the others keep their defaults.
+      ASSERT_EQ(file->find("layer")->settings.size(), backendKnobs(backend).size());
+      ScheduleResolution again = resolveSchedule(layer, target, file->find("layer"), nullptr);
+      ASSERT_TRUE(again.schedule);
+      for (const Knob *k : backendKnobs(backend))
+        EXPECT_EQ(k->get(*again.schedule), k->get(schedule)) << k->name;
+    }
   }
+}
+
+TEST(ScheduleFiles, KnobsOfTheOtherBackendAreErrors) {
+  CpuTarget target = makeTarget(256);
+  SourceFile file("test.sched", "format = 1\nlayer a {\n  halide_query_block = 32\n}\n");
+  std::ostringstream out;
+  DiagnosticEngine diags(file, out);
+  EXPECT_FALSE(readScheduleFile(file, diags, target, "layer", Backend::Mlir));
+  EXPECT_NE(out.str().find("test.sched:3:3: error: 'halide_query_block' is a knob of the halide "
+                           "backend; this compilation uses --backend mlir"),
+            std::string::npos)
+      << out.str();
+  SourceFile other("test.sched", "format = 1\nlayer a {\n  attention_key_block = 32\n}\n");
+  std::ostringstream otherOut;
+  DiagnosticEngine otherDiags(other, otherOut);
+  EXPECT_FALSE(readScheduleFile(other, otherDiags, target, "layer", Backend::Halide));
+  EXPECT_NE(otherOut.str().find("is a knob of the mlir backend"), std::string::npos)
+      << otherOut.str();
 }
 
 TEST(ScheduleFiles, ReportEveryIndependentError) {

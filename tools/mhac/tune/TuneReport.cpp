@@ -23,8 +23,8 @@ namespace json = llvm::json;
 
 json::Object knobsOf(const Schedule &schedule) {
   json::Object object;
-  for (const Knob &k : knobs())
-    object[std::string(k.name)] = formatKnobValue(k, k.get(schedule));
+  for (const Knob *k : backendKnobs(Backend::Mlir))
+    object[std::string(k->name)] = formatKnobValue(*k, k->get(schedule));
   return object;
 }
 

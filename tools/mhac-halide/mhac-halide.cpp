@@ -1,0 +1,69 @@
+//===- mhac-halide.cpp - the Halide backend's generator -------------------===//
+//
+// Part of mhac. `mhac compile --backend halide` runs this program once per layer and target:
+// it builds the layer's Halide pipelines, schedules them (the schedule's knobs, or one of
+// Halide's autoschedulers), and writes LLVM bitcode holding the run pipeline, the preparation
+// pipeline and Halide's runtime; mhac links that bitcode behind its own C entry points. On
+// standard output it prints the prepared block's layout, one line per parameter:
+//   prepared NAME ROWS COLS
+// A process of its own, because libHalide carries its own LLVM (see docs/design.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/mhac-halide/AttentionPipeline.h"
+#include "tools/mhac-halide/GeneratorInput.h"
+#include "tools/mhac-halide/HalideScheduling.h"
+
+#include "Halide.h"
+
+#include <cstdio>
+#include <exception>
+
+using namespace mhac::halide;
+
+int main(int argc, char **argv) {
+  std::string error;
+  std::optional<GeneratorInput> input = parseGeneratorInput(argc, argv, error);
+  if (!input) {
+    std::fprintf(stderr, "mhac-halide: error: %s\n", error.c_str());
+    return 2;
+  }
+  try {
+    Halide::Target target(input->target);
+    int lanes = target.natural_vector_size(Halide::Float(32));
+    AttentionPipeline pipeline = buildAttentionPipeline(input->layer, input->schedule, lanes);
+    if (input->autoscheduler.empty()) {
+      applySchedule(pipeline.funcs, input->schedule, lanes);
+    } else {
+      Halide::load_plugin(input->pluginDir + "/libautoschedule_" + input->autoscheduler + ".so");
+      Halide::AutoschedulerParams params(input->autoscheduler);
+      Halide::AutoSchedulerResults results = pipeline.run.apply_autoscheduler(target, params);
+      if (!input->schedulePath.empty()) {
+        FILE *file = std::fopen(input->schedulePath.c_str(), "w");
+        if (!file) {
+          std::fprintf(stderr, "mhac-halide: error: cannot write '%s'\n",
+                       input->schedulePath.c_str());
+          return 1;
+        }
+        std::fputs(results.schedule_source.c_str(), file);
+        std::fclose(file);
+      }
+    }
+    pipeline.run.compile_to({{Halide::OutputFileType::bitcode, input->bitcodePath}},
+                            pipeline.runArguments, input->runName, target);
+    // The preparation shares the run pipeline's copy of Halide's runtime (mhac links the two).
+    pipeline.prepare.compile_to({{Halide::OutputFileType::bitcode, input->prepareBitcodePath}},
+                                pipeline.prepareArguments, input->prepareName,
+                                target.with_feature(Halide::Target::NoRuntime));
+    for (const PreparedTensor &tensor : pipeline.prepared)
+      std::printf("prepared %s %lld %lld\n", tensor.name.c_str(),
+                  static_cast<long long>(tensor.rows), static_cast<long long>(tensor.cols));
+  } catch (const Halide::Error &e) {
+    std::fprintf(stderr, "mhac-halide: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "mhac-halide: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
