@@ -15,7 +15,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
 /usr/lib/llvm-22/bin/lit -sv --param fuzz_seconds="${MHAC_FUZZ_SECONDS:-30}" \
-  "$build/tests/lit" "$build/tests/unit" 2>&1 | tee "$log"
+  "$build/tests/lit" "$build/tests/e2e-halide" "$build/tests/unit" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 

@@ -8,12 +8,24 @@ import lit.formats
 from lit.llvm import llvm_config
 from lit.llvm.subst import ToolSubst
 
-config.name = "mhac"
+# The whole suite with the MLIR backend (tests/lit), or one folder of it with another backend
+# (tests/e2e-halide: the end-to-end numerics through the Halide backend); RUN lines that compile
+# for either write `mhac compile %backend ...`.
+suffix = "" if config.mhac_backend == "mlir" else "-" + config.mhac_backend
+config.name = "mhac" + ("-" + config.mhac_test_subdir if config.mhac_test_subdir else "") + suffix
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mha", ".mlir", ".sched", ".test"]
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs"]
-config.test_source_root = os.path.dirname(__file__)
-config.test_exec_root = os.path.join(config.mhac_obj_root, "tests", "lit")
+config.test_source_root = os.path.join(os.path.dirname(__file__), config.mhac_test_subdir)
+config.test_exec_root = os.path.join(config.mhac_obj_root, "tests",
+                                     (config.mhac_test_subdir or "lit") + suffix)
+config.substitutions.append(("%backend", "--backend " + config.mhac_backend))
+if config.mhac_backend == "halide":
+    config.available_features.add("halide-backend")
+    if not os.path.exists(os.path.join(config.mhac_tools_dir, "mhac-halide")):
+        config.unsupported = True
+        lit_config.note("mhac was built without Halide (no mhac-halide): the Halide backend's "
+                        "tests are skipped")
 
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%mhac_src", config.mhac_src_root))
