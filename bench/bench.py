@@ -38,7 +38,8 @@ SHAPES = [
     (1, 197, 768, 12, False),
     (1, 2048, 768, 12, True),
 ]
-PEERS = ["mhac", "openblas", "onednn", "torch-mha", "pypi-torch-mha", "pypi-torch-sdpa",
+# mhac-halide is mhac's second backend (--backend halide): a contender, not a peer.
+PEERS = ["mhac", "mhac-halide", "openblas", "onednn", "torch-mha", "pypi-torch-mha", "pypi-torch-sdpa",
          "onnxruntime", "openvino"]
 # Peers whose threads are OpenMP's.
 OPENMP_PEERS = {"onednn", "torch-mha", "pypi-torch-mha", "pypi-torch-sdpa"}
@@ -60,8 +61,9 @@ def layer_name(b, s, d, h, causal):
 
 def command(peer, shape, threads, calls, args):
     b, s, d, h, causal = shape
-    if peer == "mhac":
-        module = os.path.join(args.modules, layer_name(*shape) + ".so")
+    if peer in ("mhac", "mhac-halide"):
+        suffix = ".halide.so" if peer == "mhac-halide" else ".so"
+        module = os.path.join(args.modules, layer_name(*shape) + suffix)
         return [args.mha_run, module, "--bench", str(calls), "--threads", str(threads)]
     if peer in ("openblas", "onednn"):
         return [os.path.join(args.peers_dir, peer + "_mha"), str(b), str(s), str(d), str(h),
@@ -181,7 +183,7 @@ def main():
         shape, threads = row
         measured = {peer: [ms for ms in v if ms is not None] for peer, v in samples[row].items()}
         medians = {peer: statistics.median(v) for peer, v in measured.items() if v}
-        peer_medians = {peer: ms for peer, ms in medians.items() if peer != "mhac"}
+        peer_medians = {peer: ms for peer, ms in medians.items() if not peer.startswith("mhac")}
         best_peer = min(peer_medians, key=peer_medians.get) if peer_medians else None
         ratio = ""
         if best_peer and "mhac" in medians:
@@ -189,6 +191,13 @@ def main():
                       in zip(samples[row][best_peer], samples[row]["mhac"])
                       if theirs is not None and ours is not None]
             ratio = "%.2f (%s)" % (statistics.median(paired), best_peer) if paired else ""
+        # The Halide backend's speed against the MLIR backend's, paired the same way.
+        halide_ratio = ""
+        if "mhac" in medians and "mhac-halide" in medians:
+            paired = [mlir / halide for mlir, halide
+                      in zip(samples[row]["mhac"], samples[row]["mhac-halide"])
+                      if mlir is not None and halide is not None]
+            halide_ratio = "%.2f of mhac's speed" % statistics.median(paired) if paired else ""
         b, s, d, h, causal = shape
         label = "%d, %d, %d, %d%s" % (b, s, d, h, " causal" if causal else "")
         for peer in peers:
@@ -202,7 +211,7 @@ def main():
                                         if ours is not None)
             print("| %s | %d | %s | %.2f | %.1f | %.0f%% | %s |" % (
                 label, threads, peer, ms, gflops(shape, ms), 100 * of_peak,
-                ratio if peer == "mhac" else ""))
+                ratio if peer == "mhac" else halide_ratio if peer == "mhac-halide" else ""))
 
 
 if __name__ == "__main__":

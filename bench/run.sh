@@ -34,6 +34,8 @@ if [ ! -x "$torch_venv/bin/python" ]; then
 fi
 
 "$root/scripts/build.sh" mhac mha-run
+# The Halide backend's generator, when this build has Halide (scripts/setup.sh installs it).
+"$root/scripts/build.sh" mhac-halide 2>/dev/null || echo "bench: no mhac-halide; mhac-halide shows as n/a" >&2
 mkdir -p "$work/modules" "$work/peers"
 cc -O3 -march=native -pthread "$root/bench/peak.c" -o "$work/peers/peak"
 cc -O3 -march=native "$root/bench/peers/openblas_mha.c" -lopenblas -lm -o "$work/peers/openblas_mha"
@@ -44,6 +46,10 @@ while read -r b s d h causal; do
   printf 'layer %s {\n  model_dim = %s\n  heads = %s\n  seq = %s\n  batch = %s\n  causal = %s\n}\n' \
     "$name" "$d" "$h" "$s" "$b" "$flag" > "$work/modules/$name.mha"
   "$build/bin/mhac" compile "$work/modules/$name.mha" --shared -o "$work/modules/$name"
+  if [ -x "$build/bin/mhac-halide" ]; then
+    "$build/bin/mhac" compile "$work/modules/$name.mha" --backend halide --shared \
+      -o "$work/modules/$name.halide"
+  fi
 done <<'SHAPES'
 1 128 768 12 0
 8 128 768 12 0

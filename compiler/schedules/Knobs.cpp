@@ -165,6 +165,8 @@ std::vector<Knob> makeKnobs() {
           "vectors of head features per p.v tile", kInteger, 1, 8)),
       forHalide(makeKnob<kHalide, &H::valueRows>(KnobId::HalideValueRows, "halide_value_rows",
                                                  "query rows per p.v tile", kInteger, 1, 16)),
+      forHalide(makeKnob<kHalide, &H::keyBlock>(KnobId::HalideKeyBlock, "halide_key_block",
+                                                "keys per block of p.v", kInteger, 1, 65536)),
   };
 }
 

@@ -55,6 +55,7 @@ enum class KnobId {
   HalideScoreRows,
   HalideValueVectors,
   HalideValueRows,
+  HalideKeyBlock,
 };
 
 enum class KnobType { Integer, Boolean, Choice };

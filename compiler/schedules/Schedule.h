@@ -97,6 +97,8 @@ struct HalideSchedule {
   /// The score tile (vectors of keys x query rows) and the p.v tile (vectors of a head's
   /// features x query rows).
   int64_t scoreVectors = 0, scoreRows = 0, valueVectors = 0, valueRows = 0;
+  /// Keys per block of p.v: the block's values stay in L1.
+  int64_t keyBlock = 0;
 };
 
 struct Schedule {

@@ -18,7 +18,7 @@ int64_t roundUp(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
 
-Var c("c"), r("r"), b("b"), t("t"), i("i"), h("h"), e("e"), j("j");
+Var c("c"), r("r"), b("b"), t("t"), i("i"), n("n"), h("h"), e("e"), j("j");
 
 /// Declares a dense activation [batch, rows, width] with the layer's static sizes.
 void constrainActivation(OutputImageParam buffer, int64_t width, int64_t rows, int64_t batch) {
@@ -35,11 +35,13 @@ void constrainActivation(OutputImageParam buffer, int64_t width, int64_t rows, i
 }
 
 /// The layer's parameters: as the user passes them to NAME_prepare, and as the run pipeline
-/// reads them from the prepared block.
+/// reads them from the prepared block: a weight [features, inputs] as panels
+/// [paddedFeatures / panelWidth][inputs][panelWidth], so that a register tile's reduction reads
+/// its weights contiguously; a bias [paddedFeatures].
 struct Parameter {
   std::string name;
   int64_t features = 0, inputs = 0; ///< a bias has inputs = 0
-  int64_t paddedFeatures = 0;
+  int64_t paddedFeatures = 0, panelWidth = 0;
   std::optional<ImageParam> given, prepared;
 };
 
@@ -69,24 +71,25 @@ void PipelineBuilder::addParameters(const std::string &p, int64_t features, int6
   // Tiles may compute features past the last one: a register tile's width, and the p.v tile's
   // vectors past the last head's features. The prepared weights are padded with zeros so that
   // such reads stay inside them.
-  int64_t tileWidth = schedule_.projectionVectors * lanes_;
-  int64_t padded = roundUp(features + schedule_.valueVectors * lanes_ + lanes_, tileWidth);
-  Parameter weight{"w" + p, features, inputs, padded, std::nullopt, std::nullopt};
+  int64_t width = schedule_.projectionVectors * lanes_;
+  int64_t padded = roundUp(features + schedule_.valueVectors * lanes_ + lanes_, width);
+  Parameter weight{"w" + p, features, inputs, padded, width, std::nullopt, std::nullopt};
   weight.given.emplace(io_, 2, "w" + p);
   weight.given->dim(0).set_bounds(0, static_cast<int>(inputs)).set_stride(1);
   weight.given->dim(1)
       .set_bounds(0, static_cast<int>(features))
       .set_stride(static_cast<int>(inputs));
-  weight.prepared.emplace(Float(32), 2, "prepared_w" + p);
-  weight.prepared->dim(0).set_bounds(0, static_cast<int>(padded)).set_stride(1);
-  weight.prepared->dim(1)
-      .set_bounds(0, static_cast<int>(inputs))
-      .set_stride(static_cast<int>(padded));
-  weight.prepared->set_estimates({{0, static_cast<int>(padded)}, {0, static_cast<int>(inputs)}});
+  int w = static_cast<int>(width), k = static_cast<int>(inputs);
+  int panels = static_cast<int>(padded / width);
+  weight.prepared.emplace(Float(32), 3, "prepared_w" + p);
+  weight.prepared->dim(0).set_bounds(0, w).set_stride(1);
+  weight.prepared->dim(1).set_bounds(0, k).set_stride(w);
+  weight.prepared->dim(2).set_bounds(0, panels).set_stride(w * k);
+  weight.prepared->set_estimates({{0, w}, {0, k}, {0, panels}});
   parameters_.push_back(std::move(weight));
   if (!layer_.bias)
     return;
-  Parameter bias{"b" + p, features, 0, padded, std::nullopt, std::nullopt};
+  Parameter bias{"b" + p, features, 0, padded, width, std::nullopt, std::nullopt};
   bias.given.emplace(io_, 1, "b" + p);
   bias.given->dim(0).set_bounds(0, static_cast<int>(features)).set_stride(1);
   bias.prepared.emplace(Float(32), 1, "prepared_b" + p);
@@ -110,10 +113,10 @@ ProjectionFuncs PipelineBuilder::project(const std::string &name, const RDom &k,
   funcs.accumulator = Func(name + "_accumulator");
   funcs.reduction = RVar(k.x);
   funcs.features = weight.features;
-  funcs.paddedFeatures = weight.paddedFeatures;
   Expr init = layer_.bias ? Expr((*parameter("b" + name).prepared)(c)) : Expr(0.0f);
+  int width = static_cast<int>(weight.panelWidth);
   funcs.accumulator(c, r, b) = init;
-  funcs.accumulator(c, r, b) += input * (*weight.prepared)(c, weightColumn);
+  funcs.accumulator(c, r, b) += input * (*weight.prepared)(c % width, weightColumn, c / width);
   funcs.result(c, r, b) = funcs.accumulator(c, r, b);
   return funcs;
 }
@@ -122,26 +125,34 @@ void PipelineBuilder::buildPreparation(AttentionPipeline &pipeline) {
   std::vector<Func> outputs;
   for (Parameter &p : parameters_) {
     Func prepared("prepared_" + p.name);
-    Expr feature = min(c, static_cast<int>(p.features - 1));
-    Expr valid = c < static_cast<int>(p.features);
+    int features = static_cast<int>(p.features);
     if (p.inputs) {
-      // w[feature, input] becomes wT[input, feature], padded with zero features.
-      Var k("k");
-      prepared(c, k) = select(valid, cast<float>((*p.given)(k, feature)), 0.0f);
-      prepared.vectorize(c, lanes_).parallel(k, 16);
+      // w[feature, input] becomes panels [feature / width][input][feature % width], padded
+      // with zero features.
+      int width = static_cast<int>(p.panelWidth), inputs = static_cast<int>(p.inputs);
+      Var k("k"), panel("panel");
+      Expr feature = panel * width + c;
+      prepared(c, k, panel) =
+          select(feature < features, cast<float>((*p.given)(k, min(feature, features - 1))), 0.0f);
+      prepared.vectorize(c, lanes_).parallel(panel);
+      OutputImageParam out = prepared.output_buffer();
+      out.dim(0).set_bounds(0, width).set_stride(1);
+      out.dim(1).set_bounds(0, inputs).set_stride(width);
+      out.dim(2)
+          .set_bounds(0, static_cast<int>(p.paddedFeatures / width))
+          .set_stride(width * inputs);
+      pipeline.prepared.push_back({p.name, {p.paddedFeatures / width, p.inputs, width}});
     } else {
-      prepared(c) = select(valid, cast<float>((*p.given)(feature)), 0.0f);
+      prepared(c) = select(c < features, cast<float>((*p.given)(min(c, features - 1))), 0.0f);
       prepared.vectorize(c, lanes_);
-    }
-    prepared.output_buffer().dim(0).set_bounds(0, static_cast<int>(p.paddedFeatures)).set_stride(1);
-    if (p.inputs)
       prepared.output_buffer()
-          .dim(1)
-          .set_bounds(0, static_cast<int>(p.inputs))
-          .set_stride(static_cast<int>(p.paddedFeatures));
+          .dim(0)
+          .set_bounds(0, static_cast<int>(p.paddedFeatures))
+          .set_stride(1);
+      pipeline.prepared.push_back({p.name, {p.paddedFeatures}});
+    }
     outputs.push_back(prepared);
     pipeline.prepareArguments.push_back(*p.given);
-    pipeline.prepared.push_back({p.name, p.inputs ? p.inputs : 1, p.paddedFeatures});
   }
   pipeline.prepare = Pipeline(outputs);
 }
@@ -185,68 +196,79 @@ AttentionPipeline PipelineBuilder::build() {
   f.key = project("k", dKv, cast<float>(source(dKv, kvRow, b)), dKv);
   f.value = project("v", dKv, cast<float>(source(dKv, kvRow, b)), dKv);
 
-  // Keys transposed, so that the scores vectorize over keys.
-  f.keysTransposed = Func("keys_transposed");
-  f.keysTransposed(t, c, b) = f.key.result(c, t, b);
-
+  // Attention runs over blocks of `queryBlock` query rows, a dimension of the algorithm (n) so
+  // that a block's key range can end where its last row stops seeing keys: row n * block + i.
+  int block = static_cast<int>(schedule_.queryBlock);
+  int keyTile = static_cast<int>(schedule_.scoreVectors) * lanes_;
+  Var tile("tile");
+  f.keyPanels = Func("key_panels");
+  f.keyPanels(t, c, tile, b) = f.key.result(c, tile * keyTile + t, b);
   int64_t group = L.heads / L.kvHeads;
   Expr kvHead = h / static_cast<int>(group);
+  Expr query = n * block + i;
   int dh = static_cast<int>(L.headDim);
   RDom feature(0, dh, "e");
   f.headFeature = RVar(feature.x);
   f.scoreAccumulator = Func("score_accumulator");
-  f.scoreAccumulator(t, i, h, b) = 0.0f;
-  f.scoreAccumulator(t, i, h, b) +=
-      f.query.result(h * dh + feature, i, b) * f.keysTransposed(t, kvHead * dh + feature, b);
+  f.scoreAccumulator(t, i, n, h, b) = 0.0f;
+  f.scoreAccumulator(t, i, n, h, b) +=
+      f.query.result(h * dh + feature, query, b) *
+      f.keyPanels(t % keyTile, kvHead * dh + feature, t / keyTile, b);
   f.scores = Func("scores");
-  f.scores(t, i, h, b) = f.scoreAccumulator(t, i, h, b) * L.scale;
+  f.scores(t, i, n, h, b) = f.scoreAccumulator(t, i, n, h, b) * L.scale;
 
-  // Key t is visible to query i when t < kv_lens[b] and, if causal, t <= i + (Skv - S).
-  auto visible = [&](Expr key, Expr query) {
-    Expr bound = kvLens ? Expr((*kvLens)(b)) : kvSeq;
-    Expr seen = key < bound;
+  // Key t is visible to query row q when t < kv_lens[b] and, if causal, t <= q + (Skv - S);
+  // no row of block n sees a key at or past keyEnd.
+  Expr visibleKeys = kvLens ? Expr((*kvLens)(b)) : kvSeq;
+  auto visible = [&](Expr key) {
+    Expr seen = key < visibleKeys;
     if (L.causal)
       seen = seen && key <= query + (kvSeq - seq);
     return seen;
   };
+  Expr keyEnd = visibleKeys;
+  if (L.causal)
+    keyEnd = min(keyEnd, max(0, (n + 1) * block + (kvSeq - seq)));
   // Row maxima and sums are reduced lane-wise over chunks of keys first, so that they vectorize.
-  Expr chunks = (kvSeq + lanes_ - 1) / lanes_;
-  RDom chunk(0, chunks, "chunk");
+  RDom chunk(0, (kvSeq + lanes_ - 1) / lanes_, "chunk");
+  chunk.where(chunk * lanes_ < keyEnd);
   RDom lane(0, lanes_, "lane");
   f.keyChunk = RVar(chunk.x);
   f.lane = RVar(lane.x);
   Expr minusInfinity = Expr(-std::numeric_limits<float>::infinity());
   Expr chunkKey = chunk * lanes_ + j;
   f.laneMax = Func("lane_max");
-  f.laneMax(j, i, h, b) = minusInfinity;
-  f.laneMax(j, i, h, b) =
-      max(f.laneMax(j, i, h, b),
-          select(visible(chunkKey, i), f.scores(chunkKey, i, h, b), minusInfinity));
+  f.laneMax(j, i, n, h, b) = minusInfinity;
+  f.laneMax(j, i, n, h, b) =
+      max(f.laneMax(j, i, n, h, b),
+          select(visible(chunkKey), f.scores(chunkKey, i, n, h, b), minusInfinity));
   f.rowMax = Func("row_max");
-  f.rowMax(i, h, b) = maximum(f.laneMax(lane, i, h, b));
+  f.rowMax(i, n, h, b) = maximum(f.laneMax(lane, i, n, h, b));
   // exp of the shifted scores (all <= 0) needs no range above 0; below -87 it is 0 in f32
   // anyway, and Halide's fast_exp wants its argument in range.
   f.probabilities = Func("probabilities");
-  f.probabilities(t, i, h, b) =
-      select(visible(t, i), fast_exp(max(f.scores(t, i, h, b) - f.rowMax(i, h, b), -87.0f)), 0.0f);
+  f.probabilities(t, i, n, h, b) = select(
+      visible(t), fast_exp(max(f.scores(t, i, n, h, b) - f.rowMax(i, n, h, b), -87.0f)), 0.0f);
   f.laneSum = Func("lane_sum");
-  f.laneSum(j, i, h, b) = 0.0f;
-  f.laneSum(j, i, h, b) += f.probabilities(chunkKey, i, h, b);
+  f.laneSum(j, i, n, h, b) = 0.0f;
+  f.laneSum(j, i, n, h, b) += f.probabilities(chunkKey, i, n, h, b);
   f.rowSum = Func("row_sum");
-  f.rowSum(i, h, b) = sum(f.laneSum(lane, i, h, b));
+  f.rowSum(i, n, h, b) = sum(f.laneSum(lane, i, n, h, b));
 
   RDom key(0, kvSeq, "key");
+  key.where(key < keyEnd);
   f.keyIndex = RVar(key.x);
   f.valueAccumulator = Func("value_accumulator");
-  f.valueAccumulator(e, i, h, b) = 0.0f;
-  f.valueAccumulator(e, i, h, b) +=
-      f.probabilities(key, i, h, b) * f.value.result(kvHead * dh + e, key, b);
+  f.valueAccumulator(e, i, n, h, b) = 0.0f;
+  f.valueAccumulator(e, i, n, h, b) +=
+      f.probabilities(key, i, n, h, b) * f.value.result(kvHead * dh + e, key, b);
   f.attention = Func("attention");
   // A row that sees no key (its sum is 0) gives 0.
-  Expr total = f.rowSum(i, h, b);
-  f.attention(e, i, h, b) =
-      select(total > 0.0f, f.valueAccumulator(e, i, h, b) / max(total, 1e-30f), 0.0f);
-  f.output = project("o", dQuery, f.attention(dQuery.x, r, dQuery.y, b), dQuery.y * dh + dQuery.x);
+  Expr total = f.rowSum(i, n, h, b);
+  f.attention(e, i, n, h, b) =
+      select(total > 0.0f, f.valueAccumulator(e, i, n, h, b) / max(total, 1e-30f), 0.0f);
+  f.output = project("o", dQuery, f.attention(dQuery.x, r % block, r / block, dQuery.y, b),
+                     dQuery.y * dh + dQuery.x);
 
   f.out = Func("out");
   f.out(c, r, b) = cast(io_, f.output.result(c, r, b));

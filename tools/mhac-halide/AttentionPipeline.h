@@ -21,24 +21,26 @@
 
 namespace mhac::halide {
 
-/// One parameter in the prepared block: f32, `rows` x `cols` row-major (a bias has one row).
+/// One parameter in the prepared block: f32, of `shape` (outermost first), row-major.
 struct PreparedTensor {
   std::string name; ///< wq, bq, ...
-  int64_t rows = 1, cols = 0;
+  std::vector<int64_t> shape;
 };
 
 /// A projection y(c, r, b) = bias(c) + sum_k input(k, r, b) * w(c, k), with its accumulator.
 struct ProjectionFuncs {
   Halide::Func result, accumulator;
   Halide::RVar reduction;
-  /// Output features, and the padded width of the prepared weight.
-  int64_t features = 0, paddedFeatures = 0;
+  /// Output features.
+  int64_t features = 0;
 };
 
 /// The run pipeline's stages, for the schedule.
 struct RunFuncs {
   ProjectionFuncs query, key, value, output;
-  Halide::Func keysTransposed;
+  /// Keys in panels of one score tile's width, [key / width][feature][key % width], so that a
+  /// score tile's reduction reads its keys contiguously.
+  Halide::Func keyPanels;
   Halide::Func scoreAccumulator, scores;
   Halide::Func laneMax, rowMax, probabilities, laneSum, rowSum;
   Halide::Func valueAccumulator, attention, out;
@@ -53,8 +55,10 @@ struct AttentionPipeline {
   std::vector<PreparedTensor> prepared;
 };
 
-/// Builds both pipelines for `layer`. `lanes` (f32 per vector) and `schedule` decide how wide
-/// the prepared weights are padded, since tiles may run past a projection's last feature.
+/// Builds both pipelines for `layer`. `lanes` (f32 per vector) and `schedule` decide the
+/// prepared weights' layout: panels as wide as a register tile, contiguous along the
+/// reduction, and padded with zero features, since tiles may run past a projection's last
+/// feature.
 AttentionPipeline buildAttentionPipeline(const LayerShape &layer, const HalideSchedule &schedule,
                                          int lanes);
 

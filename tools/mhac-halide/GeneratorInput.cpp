@@ -74,6 +74,7 @@ std::optional<GeneratorInput> parseGeneratorInput(int argc, char **argv, std::st
       {"halide_score_rows", integer(schedule.scoreRows)},
       {"halide_value_vectors", integer(schedule.valueVectors)},
       {"halide_value_rows", integer(schedule.valueRows)},
+      {"halide_key_block", integer(schedule.keyBlock)},
   };
   for (int i = 1; i < argc; ++i) {
     std::string word = argv[i];
@@ -91,7 +92,7 @@ std::optional<GeneratorInput> parseGeneratorInput(int argc, char **argv, std::st
   for (int64_t knob :
        {schedule.projectionVectors, schedule.projectionRows, schedule.projectionTaskRows,
         schedule.projectionReductionBlock, schedule.queryBlock, schedule.scoreVectors,
-        schedule.scoreRows, schedule.valueVectors, schedule.valueRows})
+        schedule.scoreRows, schedule.valueVectors, schedule.valueRows, schedule.keyBlock})
     if (knob < 1) {
       error = "every halide_* knob must be given, and positive";
       return std::nullopt;

@@ -26,7 +26,7 @@ void scheduleProjection(ProjectionFuncs &p, const HalideSchedule &s, int lanes) 
   int rows = static_cast<int>(s.projectionRows);
   int taskRows = static_cast<int>((s.projectionTaskRows + rows - 1) / rows * rows);
   p.result.compute_root()
-      .split(r, ro, ri, taskRows, TailStrategy::RoundUp)
+      .split(r, ro, ri, taskRows, TailStrategy::GuardWithIf)
       .split(c, co, ci, width, TailStrategy::RoundUp)
       .reorder(ci, ri, co, ro, b)
       .fuse(co, ro, tile)
@@ -53,39 +53,42 @@ void applySchedule(RunFuncs &f, const HalideSchedule &s, int lanes) {
   for (ProjectionFuncs *p : {&f.query, &f.key, &f.value, &f.output})
     scheduleProjection(*p, s, lanes);
 
-  Var t = f.keysTransposed.args()[0], c = f.keysTransposed.args()[1],
-      b = f.keysTransposed.args()[2];
-  Var to("to"), ti("ti"), co("co"), ci("ci");
-  f.keysTransposed.compute_root()
+  // Keys into panels: transposed in square tiles of lanes x lanes.
+  Var t = f.keyPanels.args()[0], c = f.keyPanels.args()[1], tile = f.keyPanels.args()[2],
+      b = f.keyPanels.args()[3];
+  Var ti("ti"), to("to"), co("co"), ci("ci");
+  f.keyPanels.compute_root()
       .split(t, to, ti, lanes, TailStrategy::RoundUp)
       .split(c, co, ci, lanes, TailStrategy::RoundUp)
-      .reorder(ti, ci, to, co, b)
+      .reorder(ti, ci, to, co, tile, b)
       .vectorize(ti)
       .unroll(ci)
-      .parallel(co);
+      .parallel(tile);
 
-  // Attention: one task per batch, head and block of query rows.
-  Var e = f.attention.args()[0], i = f.attention.args()[1], h = f.attention.args()[2];
-  Var io("io"), ii("ii"), iio("iio"), iii("iii"), eo("eo"), ei("ei"), task("task");
+  // Attention: one task per batch, head and block of query rows (the algorithm's n).
+  Var e = f.attention.args()[0], i = f.attention.args()[1], n = f.attention.args()[2],
+      h = f.attention.args()[3];
+  Var iio("iio"), iii("iii"), eo("eo"), ei("ei"), task("task");
   int valueWidth = static_cast<int>(s.valueVectors) * lanes;
   f.attention.compute_root()
-      .split(i, io, ii, static_cast<int>(s.queryBlock), TailStrategy::RoundUp)
-      .split(ii, iio, iii, static_cast<int>(s.valueRows), TailStrategy::RoundUp)
-      .split(e, eo, ei, valueWidth, TailStrategy::RoundUp)
-      .reorder(ei, iii, eo, iio, io, h, b)
-      .fuse(io, h, task)
+      .reorder(e, i, n, h, b)
+      .fuse(n, h, task)
       .fuse(task, b, task)
       .parallel(task)
+      .vectorize(e, lanes, TailStrategy::RoundUp);
+  // p.v: the task's accumulators in memory, a block of keys at a time, so that the block's
+  // values stay in L1 while every register tile passes over them.
+  Var ve = f.valueAccumulator.args()[0], vi = f.valueAccumulator.args()[1];
+  RVar ko("ko"), ki("ki");
+  f.valueAccumulator.compute_at(f.attention, task).vectorize(ve, lanes, TailStrategy::RoundUp);
+  f.valueAccumulator.update()
+      .split(vi, iio, iii, static_cast<int>(s.valueRows), TailStrategy::RoundUp)
+      .split(ve, eo, ei, valueWidth, TailStrategy::RoundUp)
+      .split(f.keyIndex, ko, ki, static_cast<int>(s.keyBlock), TailStrategy::GuardWithIf)
+      .reorder(ei, iii, ki, eo, iio, ko)
       .vectorize(ei, lanes)
       .unroll(ei)
       .unroll(iii);
-  f.valueAccumulator.compute_at(f.attention, eo).vectorize(e, lanes).unroll(e).unroll(i);
-  Var ve = f.valueAccumulator.args()[0], vi = f.valueAccumulator.args()[1];
-  f.valueAccumulator.update()
-      .reorder(ve, vi, f.keyIndex)
-      .vectorize(ve, lanes)
-      .unroll(ve)
-      .unroll(vi);
 
   Var st = f.scores.args()[0], si = f.scores.args()[1];
   Var sto("sto"), sti("sti"), sio("sio"), sii("sii");
@@ -93,11 +96,11 @@ void applySchedule(RunFuncs &f, const HalideSchedule &s, int lanes) {
   f.scores.compute_at(f.attention, task)
       .split(si, sio, sii, static_cast<int>(s.scoreRows), TailStrategy::RoundUp)
       .split(st, sto, sti, scoreWidth, TailStrategy::RoundUp)
-      .reorder(sti, sii, sto, sio)
+      .reorder(sti, sii, sio, sto)
       .vectorize(sti, lanes)
       .unroll(sti)
       .unroll(sii);
-  f.scoreAccumulator.compute_at(f.scores, sto).vectorize(st, lanes).unroll(st).unroll(si);
+  f.scoreAccumulator.compute_at(f.scores, sio).vectorize(st, lanes).unroll(st).unroll(si);
   f.scoreAccumulator.update()
       .reorder(st, si, f.headFeature)
       .vectorize(st, lanes)

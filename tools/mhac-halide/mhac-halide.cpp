@@ -4,8 +4,9 @@
 // it builds the layer's Halide pipelines, schedules them (the schedule's knobs, or one of
 // Halide's autoschedulers), and writes LLVM bitcode holding the run pipeline, the preparation
 // pipeline and Halide's runtime; mhac links that bitcode behind its own C entry points. On
-// standard output it prints the prepared block's layout, one line per parameter:
-//   prepared NAME ROWS COLS
+// standard output it prints the prepared block's layout, one line per parameter, its f32
+// shape outermost first:
+//   prepared NAME SIZE...
 // A process of its own, because libHalide carries its own LLVM (see docs/design.md).
 //
 //===----------------------------------------------------------------------===//
@@ -55,9 +56,12 @@ int main(int argc, char **argv) {
     pipeline.prepare.compile_to({{Halide::OutputFileType::bitcode, input->prepareBitcodePath}},
                                 pipeline.prepareArguments, input->prepareName,
                                 target.with_feature(Halide::Target::NoRuntime));
-    for (const PreparedTensor &tensor : pipeline.prepared)
-      std::printf("prepared %s %lld %lld\n", tensor.name.c_str(),
-                  static_cast<long long>(tensor.rows), static_cast<long long>(tensor.cols));
+    for (const PreparedTensor &tensor : pipeline.prepared) {
+      std::printf("prepared %s", tensor.name.c_str());
+      for (int64_t size : tensor.shape)
+        std::printf(" %lld", static_cast<long long>(size));
+      std::printf("\n");
+    }
   } catch (const Halide::Error &e) {
     std::fprintf(stderr, "mhac-halide: error: %s\n", e.what());
     return 1;

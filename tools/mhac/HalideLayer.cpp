@@ -91,10 +91,12 @@ std::vector<std::string> generatorArguments(const LayerSpec &layer, const Halide
       fmt::format("halide_score_rows={}", knobs.scoreRows),
       fmt::format("halide_value_vectors={}", knobs.valueVectors),
       fmt::format("halide_value_rows={}", knobs.valueRows),
+      fmt::format("halide_key_block={}", knobs.keyBlock),
   };
 }
 
-/// Reads the generator's "prepared NAME ROWS COLS" lines into the prepared layout of `abi`.
+/// Reads the generator's "prepared NAME SIZE..." lines (f32 shapes, outermost first) into the
+/// prepared layout of `abi`.
 Error readPreparedLayout(StringRef out, LayerABI &abi) {
   std::set<std::string> seen;
   int64_t offset = 0;
@@ -103,19 +105,24 @@ Error readPreparedLayout(StringRef out, LayerABI &abi) {
     line.split(words, ' ', -1, /*KeepEmpty=*/false);
     if (words.empty())
       continue;
-    int64_t rows = 0, cols = 0;
-    auto *tensor = words.size() == 4 && words[0] == "prepared"
+    auto *tensor = words.size() >= 3 && words[0] == "prepared"
                        ? const_cast<TensorABI *>(findTensor(abi, words[1].str()))
                        : nullptr;
-    if (!tensor || !tensor->isParameter || words[2].getAsInteger(10, rows) ||
-        words[3].getAsInteger(10, cols) || rows < 1 || cols < 1 ||
-        !seen.insert(tensor->name).second)
+    std::vector<int64_t> shape;
+    int64_t elements = 1;
+    for (StringRef word : ArrayRef(words).drop_front(2)) {
+      int64_t size = 0;
+      if (word.getAsInteger(10, size) || size < 1)
+        tensor = nullptr;
+      shape.push_back(size);
+      elements *= std::max<int64_t>(size, 1);
+    }
+    if (!tensor || !tensor->isParameter || !seen.insert(tensor->name).second)
       return createStringError(inconvertibleErrorCode(), "internal error: mhac-halide printed '%s'",
                                line.str().c_str());
-    tensor->preparedShape =
-        tensor->shape.size() == 1 ? std::vector<int64_t>{cols} : std::vector<int64_t>{rows, cols};
+    tensor->preparedShape = std::move(shape);
     tensor->preparedOffset = offset;
-    offset += (rows * cols * 4 + kPreparedAlignment - 1) / kPreparedAlignment * kPreparedAlignment;
+    offset += (elements * 4 + kPreparedAlignment - 1) / kPreparedAlignment * kPreparedAlignment;
   }
   for (const TensorABI &tensor : abi.tensors)
     if (tensor.isParameter && !seen.count(tensor.name))
