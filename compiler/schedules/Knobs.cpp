@@ -167,6 +167,10 @@ std::vector<Knob> makeKnobs() {
                                                  "query rows per p.v tile", kInteger, 1, 16)),
       forHalide(makeKnob<kHalide, &H::keyBlock>(KnobId::HalideKeyBlock, "halide_key_block",
                                                 "keys per block of p.v", kInteger, 1, 65536)),
+      forHalide(withChoices(makeKnob<kHalide, &H::autoscheduler>(
+                                KnobId::HalideAutoscheduler, "halide_autoscheduler",
+                                "Halide's autoscheduler instead of the knobs", kChoice, 0, 4),
+                            {"none", "Mullapudi2016", "Adams2019", "Li2018", "Anderson2021"})),
   };
 }
 
@@ -270,6 +274,17 @@ std::vector<Constraint> makeConstraints() {
       budgetRule("the p.v tile", KnobId::AttentionValueTileRows, KnobId::AttentionValueTileVectors),
       budgetRule("a Halide projection register tile", KnobId::HalideProjectionRows,
                  KnobId::HalideProjectionVectors),
+      {{KnobId::HalideAutoscheduler},
+       false,
+       [](const Schedule &s, const KnobContext &) {
+         return s.halide.autoscheduler != HalideAutoscheduler::Anderson2021;
+       },
+       [](const Schedule &, const KnobContext &c) {
+         return fmt::format("halide_autoscheduler = Anderson2021 schedules GPU pipelines; "
+                            "target {} is a CPU (Mullapudi2016, Adams2019 and Li2018 schedule "
+                            "CPU pipelines)",
+                            c.target.name);
+       }},
       budgetRule("the Halide score tile", KnobId::HalideScoreRows, KnobId::HalideScoreVectors),
       budgetRule("the Halide p.v tile", KnobId::HalideValueRows, KnobId::HalideValueVectors),
       multipleRule(KnobId::HalideProjectionTaskRows, KnobId::HalideProjectionRows,
@@ -348,6 +363,10 @@ std::vector<Constraint> makeConstraints() {
 }
 
 } // namespace
+
+std::string_view autoschedulerName(HalideAutoscheduler autoscheduler) {
+  return knob(KnobId::HalideAutoscheduler).choices[static_cast<size_t>(autoscheduler)];
+}
 
 std::string_view backendName(Backend backend) {
   return backend == Backend::Halide ? "halide" : "mlir";

@@ -56,6 +56,7 @@ enum class KnobId {
   HalideValueVectors,
   HalideValueRows,
   HalideKeyBlock,
+  HalideAutoscheduler,
 };
 
 enum class KnobType { Integer, Boolean, Choice };
@@ -85,6 +86,9 @@ struct Knob {
 
 /// The name of `backend` as `--backend` spells it, and as messages name it.
 std::string_view backendName(Backend backend);
+
+/// The spelling of `autoscheduler` in schedule files, `--schedule auto:NAME` and Halide.
+std::string_view autoschedulerName(HalideAutoscheduler autoscheduler);
 
 /// A rule that a legal schedule satisfies, over one or more knobs.
 struct Constraint {

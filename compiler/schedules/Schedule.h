@@ -84,6 +84,9 @@ struct AttentionSchedule {
   bool prefetchNextBlock = false;
 };
 
+/// One of Halide's autoschedulers, in place of the Halide backend's knobs.
+enum class HalideAutoscheduler { None, Mullapudi2016, Adams2019, Li2018, Anderson2021 };
+
 /// The Halide backend's schedule (mhac-halide's HalideScheduling.cpp): register-tiled matrix
 /// products, Halide's idiom, for the projections and both products of attention.
 struct HalideSchedule {
@@ -99,6 +102,8 @@ struct HalideSchedule {
   int64_t scoreVectors = 0, scoreRows = 0, valueVectors = 0, valueRows = 0;
   /// Keys per block of p.v: the block's values stay in L1.
   int64_t keyBlock = 0;
+  /// Not None: that autoscheduler schedules the pipeline, and the knobs above are unused.
+  HalideAutoscheduler autoscheduler = HalideAutoscheduler::None;
 };
 
 struct Schedule {

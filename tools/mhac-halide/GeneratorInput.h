@@ -38,9 +38,8 @@ struct GeneratorInput {
   /// The schedule's Halide knobs (compiler/schedules/Schedule.h), every one given.
   HalideSchedule schedule;
   /// Run this autoscheduler (Mullapudi2016, Adams2019, Li2018, Anderson2021) instead of the
-  /// schedule's knobs; its plugin is loaded from `pluginDir`.
+  /// schedule's knobs; empty or "none": the knobs.
   std::string autoscheduler;
-  std::string pluginDir;
   std::string bitcodePath;        ///< where the run pipeline's LLVM bitcode goes
   std::string prepareBitcodePath; ///< and the preparation's (without Halide's runtime)
   std::string schedulePath;       ///< where an autoscheduler's schedule (C++) goes; may be empty

@@ -17,6 +17,7 @@
 
 #include "Halide.h"
 
+#include <cctype>
 #include <cstdio>
 #include <exception>
 
@@ -33,10 +34,15 @@ int main(int argc, char **argv) {
     Halide::Target target(input->target);
     int lanes = target.natural_vector_size(Halide::Float(32));
     AttentionPipeline pipeline = buildAttentionPipeline(input->layer, input->schedule, lanes);
-    if (input->autoscheduler.empty()) {
+    if (input->autoscheduler.empty() || input->autoscheduler == "none") {
       applySchedule(pipeline.funcs, input->schedule, lanes);
     } else {
-      Halide::load_plugin(input->pluginDir + "/libautoschedule_" + input->autoscheduler + ".so");
+      std::string lower = input->autoscheduler;
+      for (char &ch : lower)
+        ch = static_cast<char>(std::tolower(ch));
+      // The plugins lie beside libHalide.so (CMake passes their folder).
+      Halide::load_plugin(std::string(MHAC_HALIDE_PLUGIN_DIR) + "/libautoschedule_" + lower +
+                          ".so");
       Halide::AutoschedulerParams params(input->autoscheduler);
       Halide::AutoSchedulerResults results = pipeline.run.apply_autoscheduler(target, params);
       if (!input->schedulePath.empty()) {

@@ -7,6 +7,7 @@
 #include "tools/mhac/HalideLayer.h"
 
 #include "compiler/conversion/Passes.h"
+#include "compiler/schedules/Knobs.h"
 #include "compiler/target/EntryPoints.h"
 #include "compiler/target/LoweredLayer.h"
 #include "tools/mhac/Subprocess.h"
@@ -92,6 +93,7 @@ std::vector<std::string> generatorArguments(const LayerSpec &layer, const Halide
       fmt::format("halide_value_vectors={}", knobs.valueVectors),
       fmt::format("halide_value_rows={}", knobs.valueRows),
       fmt::format("halide_key_block={}", knobs.keyBlock),
+      fmt::format("halide_autoscheduler={}", autoschedulerName(knobs.autoscheduler)),
   };
 }
 

@@ -10,6 +10,7 @@
 #include "compiler/frontend/Parser.h"
 #include "compiler/frontend/Sema.h"
 #include "compiler/pipeline/CpuPipeline.h"
+#include "compiler/schedules/Knobs.h"
 #include "compiler/schedules/ScheduleFile.h"
 #include "compiler/target/CodeEmitter.h"
 #include "compiler/target/HeaderEmitter.h"
@@ -80,6 +81,36 @@ static std::string outputBase(const CompileOptions &options) {
   return llvm::sys::path::stem(options.inputPath).str();
 }
 
+/// `--schedule auto:NAME` runs one of Halide's autoschedulers on every layer.
+static constexpr std::string_view kAutoschedulePrefix = "auto:";
+
+/// The autoscheduler `--schedule auto:NAME` names, or nothing after an error.
+static std::optional<HalideAutoscheduler> parseAutoscheduler(const std::string &name,
+                                                             Backend backend) {
+  const Knob &k = knob(KnobId::HalideAutoscheduler);
+  std::vector<std::string> names(k.choices.begin() + 1, k.choices.end());
+  if (backend != Backend::Halide) {
+    fail(fmt::format("--schedule auto:{} runs one of Halide's autoschedulers; it needs "
+                     "--backend halide",
+                     name));
+    return std::nullopt;
+  }
+  for (size_t i = 1; i < k.choices.size(); ++i) {
+    if (k.choices[i] != name)
+      continue;
+    auto autoscheduler = static_cast<HalideAutoscheduler>(i);
+    if (autoscheduler == HalideAutoscheduler::Anderson2021) {
+      fail("--schedule auto:Anderson2021 schedules GPU pipelines, and the Halide backend "
+           "compiles for CPUs (Mullapudi2016, Adams2019 and Li2018 schedule CPU pipelines)");
+      return std::nullopt;
+    }
+    return autoscheduler;
+  }
+  fail(fmt::format("--schedule auto:{}: no such autoscheduler (Halide's are {})", name,
+                   fmt::join(names, ", ")));
+  return std::nullopt;
+}
+
 /// The schedule of every layer: from the file `--schedule` names where it has a block for the
 /// layer, the target's defaults otherwise. Errors in the file are reported in it.
 static std::optional<LayerSchedules> readSchedules(const std::string &schedulePath,
@@ -88,7 +119,7 @@ static std::optional<LayerSchedules> readSchedules(const std::string &schedulePa
   std::optional<SourceFile> file;
   std::optional<DiagnosticEngine> diags;
   std::optional<ScheduleFile> schedules;
-  if (!schedulePath.empty()) {
+  if (!schedulePath.empty() && !llvm::StringRef(schedulePath).starts_with(kAutoschedulePrefix)) {
     auto buffer = llvm::MemoryBuffer::getFile(schedulePath, /*IsText=*/false,
                                               /*RequiresNullTerminator=*/false);
     if (std::error_code error = buffer.getError()) {
@@ -103,6 +134,12 @@ static std::optional<LayerSchedules> readSchedules(const std::string &schedulePa
   }
   LayerSchedules resolved;
   bool ok = true;
+  std::optional<HalideAutoscheduler> autoscheduler;
+  if (llvm::StringRef(schedulePath).starts_with(kAutoschedulePrefix)) {
+    autoscheduler = parseAutoscheduler(schedulePath.substr(kAutoschedulePrefix.size()), backend);
+    if (!autoscheduler)
+      return std::nullopt;
+  }
   for (const LayerSpec &layer : layers) {
     const ScheduleBlock *block = schedules ? schedules->find(layer.name) : nullptr;
     if (block)
@@ -111,6 +148,8 @@ static std::optional<LayerSchedules> readSchedules(const std::string &schedulePa
         resolveSchedule(layer, target, block, diags ? &*diags : nullptr);
     if (!resolution.error.empty())
       fail(resolution.error);
+    if (resolution.schedule && autoscheduler)
+      resolution.schedule->halide.autoscheduler = *autoscheduler;
     if (resolution.schedule)
       resolved.emplace(layer.name, *resolution.schedule);
     else
