@@ -20,9 +20,11 @@ config.test_source_root = os.path.join(os.path.dirname(__file__), config.mhac_te
 config.test_exec_root = os.path.join(config.mhac_obj_root, "tests",
                                      (config.mhac_test_subdir or "lit") + suffix)
 config.substitutions.append(("%backend", "--backend " + config.mhac_backend))
+# The Halide backend's generator, built when CMake found Halide 21.
+if os.path.exists(os.path.join(config.mhac_tools_dir, "mhac-halide")):
+    config.available_features.add("halide-generator")
 if config.mhac_backend == "halide":
-    config.available_features.add("halide-backend")
-    if not os.path.exists(os.path.join(config.mhac_tools_dir, "mhac-halide")):
+    if "halide-generator" not in config.available_features:
         config.unsupported = True
         lit_config.note("mhac was built without Halide (no mhac-halide): the Halide backend's "
                         "tests are skipped")

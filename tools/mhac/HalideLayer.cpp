@@ -45,6 +45,11 @@ constexpr int64_t kPreparedAlignment = 64;
 constexpr const char *kRoutedHooks[] = {"halide_do_par_for", "halide_malloc", "halide_free",
                                         "halide_error"};
 
+/// The name of a layer's run pipeline as mhac-halide generates it. Not the layer's own name, which
+/// addEntryPoints expects: Halide adds NAME_metadata and NAME_argv beside a pipeline NAME, and
+/// NAME_metadata is an entry point of mhac's.
+std::string halideRunSymbol(const LayerSpec &layer) { return "mhac_halide_" + layer.name; }
+
 /// A temporary file, removed when it goes out of scope.
 class TemporaryFile {
 public:
@@ -150,7 +155,7 @@ Expected<ProcessResult> runGenerator(const LayerSpec &layer, const Schedule &sch
   Command command;
   command.timeoutSeconds = kGeneratorSeconds;
   command.argv = {program,
-                  "run=" + layer.name,
+                  "run=" + halideRunSymbol(layer),
                   "prepare=" + preparationSymbol(abi),
                   "target=" + halideTarget(target),
                   "bitcode=" + runBitcode,
@@ -237,6 +242,12 @@ compileHalideLayer(const LayerSpec &layer, const Schedule &schedule, const CpuTa
   (*module)->setTargetTriple(machine.getTargetTriple());
   (*module)->setDataLayout(machine.createDataLayout());
   routeRuntimeHooks(**module);
+  Function *run = (*module)->getFunction(halideRunSymbol(layer));
+  if (!run)
+    return createStringError(inconvertibleErrorCode(),
+                             "internal error: mhac-halide wrote no pipeline for layer '%s'",
+                             layer.name.c_str());
+  run->setName(layer.name);
 
   std::set<Function *> halideFunctions;
   for (Function &fn : **module)
