@@ -29,6 +29,11 @@ constexpr KnobId kFitOrder[] = {
     KnobId::AttentionValueTileRows, KnobId::AttentionQueryTranspose,
     KnobId::ProjectionRegisterCols, KnobId::ProjectionRegisterRows,
     KnobId::ProjectionCacheRows,    KnobId::ProjectionCacheCols,
+    // The Halide backend's: tiles (vectors before rows), then the blocks made of them.
+    KnobId::HalideProjectionVectors, KnobId::HalideProjectionRows,
+    KnobId::HalideProjectionTaskRows, KnobId::HalideScoreVectors,
+    KnobId::HalideScoreRows,         KnobId::HalideValueVectors,
+    KnobId::HalideValueRows,         KnobId::HalideQueryBlock,
 };
 
 /// Column tasks the narrowest projection gets when its rows are one cache tile: enough to keep

@@ -108,11 +108,12 @@ def _read_text(value, what):
     return value, None
 
 
-def compile(source, *, schedule=None, target=None, prefix=None, cache=True):
+def compile(source, *, schedule=None, target=None, prefix=None, backend=None, cache=True):
     """Compiles the layers of `source` (the text of a .mha file, or its path) into a Module.
 
-    `schedule` (a schedule file's text or path), `target` and `prefix` are `mhac compile`'s
-    --schedule, --target and --prefix. Modules are cached under $MHAC_CACHE_DIR (default
+    `schedule` (a schedule file's text or path, or "auto:NAME" for one of Halide's
+    autoschedulers), `target`, `prefix` and `backend` ("mlir" or "halide") are `mhac compile`'s
+    --schedule, --target, --prefix and --backend. Modules are cached under $MHAC_CACHE_DIR (default
     ~/.cache/mhac/modules), keyed by the compiler, the texts and the options; `cache=False` compiles
     afresh. Errors raise CompileError carrying mhac's located messages; warnings become
     CompileWarning.
@@ -120,15 +121,30 @@ def compile(source, *, schedule=None, target=None, prefix=None, cache=True):
     rt = runtime()
     compiler = os.path.join(rt.prefix, "bin", "mhac")
     text, source_path = _read_text(source, "source")
+    options = []
+    if isinstance(schedule, str) and schedule.startswith("auto:"):
+        options += ["--schedule", schedule]
+        schedule = None
     schedule_text, schedule_path = (None, None) if schedule is None else _read_text(schedule,
                                                                                     "schedule")
-    options = []
     if target:
         options += ["--target", target]
     if prefix:
         options += ["--prefix", prefix]
-    stat = os.stat(compiler)
-    key = hashlib.sha256(repr((compiler, stat.st_mtime_ns, stat.st_size, text, schedule_text,
+    # The programs that make the code: mhac, and the Halide backend's generator beside it.
+    programs = [compiler]
+    if backend:
+        options += ["--backend", backend]
+        if backend == "halide":
+            programs.append(os.path.join(rt.prefix, "bin", "mhac-halide"))
+    stamps = []
+    for program in programs:
+        try:
+            stat = os.stat(program)
+            stamps.append((program, stat.st_mtime_ns, stat.st_size))
+        except OSError:
+            stamps.append((program, None, None))
+    key = hashlib.sha256(repr((stamps, text, schedule_text,
                                options)).encode()).hexdigest()[:24]
     root = _cache_root() if cache else None
     if root:

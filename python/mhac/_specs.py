@@ -72,11 +72,12 @@ def config_layer_text(config, name="attention", *, seq=None, batch=None, causal=
 
 
 def from_torch(mha, *, seq=None, batch=None, kv_seq=None, cross=None, causal=False,
-               kv_lens=False, dtype="f32", schedule=None, target=None):
+               kv_lens=False, dtype="f32", schedule=None, target=None, backend=None):
     """Compiles the layer a torch.nn.MultiheadAttention computes and loads its weights: the
     result `layer(x)` is `mha(x, x, x, need_weights=False)[0]` for batch-first x (and
     `layer(x, memory)` is `mha(x, memory, memory, ...)` for a cross layer). Sizes left None are
-    given at run time."""
+    given at run time; `schedule`, `target` and `backend` are compile()'s."""
     text = torch_layer_text(mha, "mha", seq=seq, batch=batch, kv_seq=kv_seq, cross=cross,
                             causal=causal, kv_lens=kv_lens, dtype=dtype)
-    return compile(text, schedule=schedule, target=target)["mha"].load_weights(mha)
+    return compile(text, schedule=schedule, target=target,
+                   backend=backend)["mha"].load_weights(mha)

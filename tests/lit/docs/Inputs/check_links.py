@@ -7,7 +7,7 @@ import re
 import sys
 
 root = os.path.realpath(sys.argv[1])
-skip = {".git", "__pycache__", ".venv", ".venv-torch"}
+skip = {".git", "__pycache__", ".venv", ".venv-torch", ".deps"}
 outside = ("../" + "shared", "SPEC" + ".md")
 problems = []
 markdown = []

@@ -1,6 +1,6 @@
 """Layers compiled through the Python package against PyTorch: nn.MultiheadAttention with its
 masks, cross-attention with keys of another width, a Hugging Face style grouped-query config
-(against a float64 reference written here), and bf16."""
+(against a float64 reference written here), bf16, and the Halide backend."""
 
 import sys
 
@@ -103,6 +103,17 @@ def bf16():
     pytorch = ((y_torch.double() - want).abs().max() / want.abs().max()).item()
     print(f"bf16 against PyTorch's bf16 layer: mhac {mine:.1e}, PyTorch {pytorch:.1e}: "
           f"{'ok' if mine <= max(pytorch, 1e-2) else 'FAILED'}")
+
+
+def halide():
+    mha = torch.nn.MultiheadAttention(48, 3, batch_first=True).eval()
+    x = torch.randn(2, 11, 48)
+    i, j = torch.arange(11)[:, None], torch.arange(11)[None, :]
+    want = mha(x, x, x, attn_mask=j > i, need_weights=False)[0]
+    layer = mhac.from_torch(mha, causal=True, backend="halide")
+    report("halide-causal", layer(x), want, 1e-4)
+    auto = mhac.from_torch(mha, causal=True, backend="halide", schedule="auto:Li2018")
+    report("halide-li2018", auto(x), want, 1e-4)
 
 
 for test in sys.argv[1:]:
