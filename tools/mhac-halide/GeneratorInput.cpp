@@ -1,29 +1,52 @@
 //===- GeneratorInput.cpp - what mhac asks mhac-halide to build -----------===//
 //
-// Part of mhac.
+// Part of mhac. The layer's words are read here; the schedule's through mhac's knob table, the
+// one description of their names and values, which mhac also prints them with.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tools/mhac-halide/GeneratorInput.h"
 
+#include "compiler/schedules/Knobs.h"
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <functional>
+#include <set>
 
 namespace mhac::halide {
+namespace {
+
+bool parseInteger(const std::string &text, int64_t &value) {
+  char *end = nullptr;
+  errno = 0;
+  value = std::strtoll(text.c_str(), &end, 10);
+  return errno == 0 && !text.empty() && *end == '\0';
+}
+
+/// Sets the Halide knob `k` of `schedule` from its spelling in a schedule file.
+bool parseKnob(const Knob &k, const std::string &text, Schedule &schedule) {
+  int64_t value = 0;
+  if (k.type == KnobType::Choice) {
+    auto found = std::find(k.choices.begin(), k.choices.end(), text);
+    if (found == k.choices.end())
+      return false;
+    value = found - k.choices.begin();
+  } else if (!parseInteger(text, value) || value < k.min || value > k.max) {
+    return false;
+  }
+  k.set(schedule, value);
+  return true;
+}
+
+} // namespace
 
 std::optional<GeneratorInput> parseGeneratorInput(int argc, char **argv, std::string &error) {
   GeneratorInput input;
   LayerShape &layer = input.layer;
-  HalideSchedule &schedule = input.schedule;
   auto integer = [](int64_t &field) {
-    return [&field](const std::string &text) {
-      char *end = nullptr;
-      errno = 0;
-      long long value = std::strtoll(text.c_str(), &end, 10);
-      field = value;
-      return errno == 0 && !text.empty() && *end == '\0';
-    };
+    return [&field](const std::string &text) { return parseInteger(text, field); };
   };
   auto flag = [](bool &field) {
     return [&field](const std::string &text) {
@@ -41,7 +64,6 @@ std::optional<GeneratorInput> parseGeneratorInput(int argc, char **argv, std::st
       {"run", string(input.runName)},
       {"prepare", string(input.prepareName)},
       {"target", string(input.target)},
-      {"halide_autoscheduler", string(input.autoscheduler)},
       {"bitcode", string(input.bitcodePath)},
       {"prepare_bitcode", string(input.prepareBitcodePath)},
       {"schedule_out", string(input.schedulePath)},
@@ -64,38 +86,31 @@ std::optional<GeneratorInput> parseGeneratorInput(int argc, char **argv, std::st
          layer.scale = std::strtof(text.c_str(), &end);
          return !text.empty() && *end == '\0' && layer.scale > 0;
        }},
-      {"halide_projection_vectors", integer(schedule.projectionVectors)},
-      {"halide_projection_rows", integer(schedule.projectionRows)},
-      {"halide_projection_task_rows", integer(schedule.projectionTaskRows)},
-      {"halide_projection_reduction_block", integer(schedule.projectionReductionBlock)},
-      {"halide_query_block", integer(schedule.queryBlock)},
-      {"halide_score_vectors", integer(schedule.scoreVectors)},
-      {"halide_score_rows", integer(schedule.scoreRows)},
-      {"halide_value_vectors", integer(schedule.valueVectors)},
-      {"halide_value_rows", integer(schedule.valueRows)},
-      {"halide_key_block", integer(schedule.keyBlock)},
   };
+  std::set<KnobId> knobsGiven;
   for (int i = 1; i < argc; ++i) {
     std::string word = argv[i];
     size_t equals = word.find('=');
-    auto key = keys.find(word.substr(0, equals));
-    if (equals == std::string::npos || key == keys.end()) {
+    std::string key = word.substr(0, equals), value = word.substr(equals + 1);
+    const Knob *k = equals == std::string::npos ? nullptr : findKnob(key);
+    auto field = keys.find(key);
+    bool known = (k && k->backend == Backend::Halide) || field != keys.end();
+    if (equals == std::string::npos || !known) {
       error = "unknown argument '" + word + "'";
       return std::nullopt;
     }
-    if (!key->second(word.substr(equals + 1))) {
+    bool parsed = k ? parseKnob(*k, value, input.schedule) : field->second(value);
+    if (!parsed) {
       error = "bad value in '" + word + "'";
       return std::nullopt;
     }
+    if (k)
+      knobsGiven.insert(k->id);
   }
-  for (int64_t knob :
-       {schedule.projectionVectors, schedule.projectionRows, schedule.projectionTaskRows,
-        schedule.projectionReductionBlock, schedule.queryBlock, schedule.scoreVectors,
-        schedule.scoreRows, schedule.valueVectors, schedule.valueRows, schedule.keyBlock})
-    if (knob < 1) {
-      error = "every halide_* knob must be given, and positive";
-      return std::nullopt;
-    }
+  if (knobsGiven.size() != backendKnobs(Backend::Halide).size()) {
+    error = "every halide_* knob of the schedule must be given";
+    return std::nullopt;
+  }
   if (input.runName.empty() || input.prepareName.empty() || input.target.empty() ||
       input.bitcodePath.empty() || input.prepareBitcodePath.empty() || layer.modelDim < 1 ||
       layer.heads < 1 || layer.headDim < 1 || layer.kvHeads < 1 || layer.kvDim < 1 ||

@@ -35,11 +35,8 @@ struct GeneratorInput {
   std::string prepareName; ///< the preparation pipeline's function
   std::string target;      ///< Halide's target string
   LayerShape layer;
-  /// The schedule's Halide knobs (compiler/schedules/Schedule.h), every one given.
-  HalideSchedule schedule;
-  /// Run this autoscheduler (Mullapudi2016, Adams2019, Li2018, Anderson2021) instead of the
-  /// schedule's knobs; empty or "none": the knobs.
-  std::string autoscheduler;
+  /// The schedule: its Halide knobs (halide_*), every one given; the others unused.
+  Schedule schedule;
   std::string bitcodePath;        ///< where the run pipeline's LLVM bitcode goes
   std::string prepareBitcodePath; ///< and the preparation's (without Halide's runtime)
   std::string schedulePath;       ///< where an autoscheduler's schedule (C++) goes; may be empty

@@ -15,12 +15,15 @@
 #include "tools/mhac-halide/GeneratorInput.h"
 #include "tools/mhac-halide/HalideScheduling.h"
 
+#include "compiler/schedules/Knobs.h"
+
 #include "Halide.h"
 
 #include <cctype>
 #include <cstdio>
 #include <exception>
 
+using namespace mhac;
 using namespace mhac::halide;
 
 int main(int argc, char **argv) {
@@ -33,17 +36,18 @@ int main(int argc, char **argv) {
   try {
     Halide::Target target(input->target);
     int lanes = target.natural_vector_size(Halide::Float(32));
-    AttentionPipeline pipeline = buildAttentionPipeline(input->layer, input->schedule, lanes);
-    if (input->autoscheduler.empty() || input->autoscheduler == "none") {
-      applySchedule(pipeline.funcs, input->schedule, lanes);
+    const HalideSchedule &schedule = input->schedule.halide;
+    AttentionPipeline pipeline = buildAttentionPipeline(input->layer, schedule, lanes);
+    if (schedule.autoscheduler == HalideAutoscheduler::None) {
+      applySchedule(pipeline.funcs, schedule, lanes);
     } else {
-      std::string lower = input->autoscheduler;
+      std::string name(autoschedulerName(schedule.autoscheduler)), lower = name;
       for (char &ch : lower)
         ch = static_cast<char>(std::tolower(ch));
       // The plugins lie beside libHalide.so (CMake passes their folder).
       Halide::load_plugin(std::string(MHAC_HALIDE_PLUGIN_DIR) + "/libautoschedule_" + lower +
                           ".so");
-      Halide::AutoschedulerParams params(input->autoscheduler);
+      Halide::AutoschedulerParams params(name);
       Halide::AutoSchedulerResults results = pipeline.run.apply_autoscheduler(target, params);
       if (!input->schedulePath.empty()) {
         FILE *file = std::fopen(input->schedulePath.c_str(), "w");

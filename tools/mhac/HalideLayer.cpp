@@ -34,9 +34,10 @@ using namespace llvm;
 namespace mhac {
 namespace {
 
-/// Seconds a generator may run: Halide compiles a layer in a few seconds; an autoscheduler
-/// may take a minute.
-constexpr double kGeneratorSeconds = 600;
+/// Seconds a generator may run: Halide compiles a layer in a few seconds with the knobs, and
+/// Mullapudi2016 and Li2018 in a few more; Adams2019's beam search took 553 s for a BERT-base
+/// layer on a Zen 3 core.
+constexpr double kGeneratorSeconds = 3600;
 
 /// Parameters start on a cache line of the prepared block, as with the MLIR backend.
 constexpr int64_t kPreparedAlignment = 64;
@@ -70,9 +71,10 @@ private:
   std::string path_;
 };
 
-std::vector<std::string> generatorArguments(const LayerSpec &layer, const HalideSchedule &knobs) {
+/// The layer and the schedule's Halide knobs, as mhac-halide's `key=value` words.
+std::vector<std::string> generatorArguments(const LayerSpec &layer, const Schedule &schedule) {
   auto flag = [](bool value) { return value ? "1" : "0"; };
-  return {
+  std::vector<std::string> words = {
       fmt::format("bf16={}", flag(layer.dtype == DType::BF16)),
       fmt::format("model_dim={}", layer.modelDim),
       fmt::format("heads={}", layer.heads),
@@ -88,18 +90,10 @@ std::vector<std::string> generatorArguments(const LayerSpec &layer, const Halide
       fmt::format("bias={}", flag(layer.bias)),
       // Nine significant digits print an f32 exactly.
       fmt::format("scale={:.9g}", static_cast<float>(layer.scale)),
-      fmt::format("halide_projection_vectors={}", knobs.projectionVectors),
-      fmt::format("halide_projection_rows={}", knobs.projectionRows),
-      fmt::format("halide_projection_task_rows={}", knobs.projectionTaskRows),
-      fmt::format("halide_projection_reduction_block={}", knobs.projectionReductionBlock),
-      fmt::format("halide_query_block={}", knobs.queryBlock),
-      fmt::format("halide_score_vectors={}", knobs.scoreVectors),
-      fmt::format("halide_score_rows={}", knobs.scoreRows),
-      fmt::format("halide_value_vectors={}", knobs.valueVectors),
-      fmt::format("halide_value_rows={}", knobs.valueRows),
-      fmt::format("halide_key_block={}", knobs.keyBlock),
-      fmt::format("halide_autoscheduler={}", autoschedulerName(knobs.autoscheduler)),
   };
+  for (const Knob *k : backendKnobs(Backend::Halide))
+    words.push_back(fmt::format("{}={}", k->name, formatKnobValue(*k, k->get(schedule))));
+  return words;
 }
 
 /// Reads the generator's "prepared NAME SIZE..." lines (f32 shapes, outermost first) into the
@@ -160,7 +154,7 @@ Expected<ProcessResult> runGenerator(const LayerSpec &layer, const Schedule &sch
                   "target=" + halideTarget(target),
                   "bitcode=" + runBitcode,
                   "prepare_bitcode=" + prepareBitcode};
-  for (std::string &argument : generatorArguments(layer, schedule.halide))
+  for (std::string &argument : generatorArguments(layer, schedule))
     command.argv.push_back(std::move(argument));
   ProcessResult result = runCommands({command}, 1)[0];
   if (!result.succeeded()) {
