@@ -29,8 +29,10 @@ std::string variantTag(StringRef targetName) {
 }
 
 Expected<std::vector<PublicFunction>> hideAsVariant(Module &module, StringRef tag) {
+  // LLVM's own arrays (llvm.global_ctors, llvm.global_dtors: the Halide backend's runtime has
+  // destructors) are appended to each other when the variants are linked, not dispatched.
   for (GlobalVariable &global : module.globals())
-    if (!global.isDeclaration() && !global.hasLocalLinkage())
+    if (!global.isDeclaration() && !global.hasLocalLinkage() && !global.hasAppendingLinkage())
       return createStringError(inconvertibleErrorCode(),
                                "internal error: the public data symbol '%s' cannot be dispatched",
                                global.getName().str().c_str());

@@ -1,11 +1,11 @@
 //===- HalideScheduling.cpp - the knobs of the Halide backend -------------===//
 //
-// Part of mhac. Both products are scheduled as register-tiled matrix products, Halide's
-// classic idiom: the accumulator is computed at the loop over register tiles, with its pure
-// dimensions vectorized and unrolled and the reduction outermost, so that LLVM keeps it in
-// registers. Intermediates round their tiles up (TailStrategy::RoundUp): the extra rows and
-// features they compute stay inside the inputs (AttentionPipeline.cpp clamps rows and pads
-// the prepared weights), and nothing reads them.
+// Part of mhac. The projections and both products of attention are register-tiled matrix
+// products, Halide's classic idiom: inside a loop over a block of the reduction, the register
+// tile's dimensions are vectorized and unrolled, so that LLVM keeps its accumulators in
+// registers over the block; between blocks they wait in a buffer of the task. Intermediates round
+// their tiles up (TailStrategy::RoundUp): the extra rows and features they compute stay inside the
+// inputs (AttentionPipeline.cpp clamps rows and pads the prepared weights), and nothing reads them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,7 +24,7 @@ void scheduleProjection(ProjectionFuncs &p, const HalideSchedule &s, int lanes) 
   Var co("co"), ci("ci"), ro("ro"), ri("ri"), tile("tile"), task("task");
   int width = static_cast<int>(s.projectionVectors) * lanes;
   int rows = static_cast<int>(s.projectionRows);
-  int taskRows = static_cast<int>((s.projectionTaskRows + rows - 1) / rows * rows);
+  int taskRows = static_cast<int>(s.projectionTaskRows); // whole register tiles (Knobs.cpp)
   p.result.compute_root()
       .split(r, ro, ri, taskRows, TailStrategy::GuardWithIf)
       .split(c, co, ci, width, TailStrategy::RoundUp)
