@@ -112,7 +112,6 @@ ProjectionFuncs PipelineBuilder::project(const std::string &name, const RDom &k,
   funcs.result = Func(name);
   funcs.accumulator = Func(name + "_accumulator");
   funcs.reduction = RVar(k.x);
-  funcs.features = weight.features;
   Expr init = layer_.bias ? Expr((*parameter("b" + name).prepared)(c)) : Expr(0.0f);
   int width = static_cast<int>(weight.panelWidth);
   funcs.accumulator(c, r, b) = init;
@@ -234,7 +233,6 @@ AttentionPipeline PipelineBuilder::build() {
   chunk.where(chunk * lanes_ < keyEnd);
   RDom lane(0, lanes_, "lane");
   f.keyChunk = RVar(chunk.x);
-  f.lane = RVar(lane.x);
   Expr minusInfinity = Expr(-std::numeric_limits<float>::infinity());
   Expr chunkKey = chunk * lanes_ + j;
   f.laneMax = Func("lane_max");

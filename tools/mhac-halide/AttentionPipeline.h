@@ -31,8 +31,6 @@ struct PreparedTensor {
 struct ProjectionFuncs {
   Halide::Func result, accumulator;
   Halide::RVar reduction;
-  /// Output features.
-  int64_t features = 0;
 };
 
 /// The run pipeline's stages, for the schedule.
@@ -44,7 +42,7 @@ struct RunFuncs {
   Halide::Func scoreAccumulator, scores;
   Halide::Func laneMax, rowMax, probabilities, laneSum, rowSum;
   Halide::Func valueAccumulator, attention, out;
-  Halide::RVar headFeature, keyChunk, lane, keyIndex;
+  Halide::RVar headFeature, keyChunk, keyIndex;
 };
 
 struct AttentionPipeline {

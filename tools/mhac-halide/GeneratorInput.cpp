@@ -66,7 +66,6 @@ std::optional<GeneratorInput> parseGeneratorInput(int argc, char **argv, std::st
       {"target", string(input.target)},
       {"bitcode", string(input.bitcodePath)},
       {"prepare_bitcode", string(input.prepareBitcodePath)},
-      {"schedule_out", string(input.schedulePath)},
       {"bf16", flag(layer.bf16)},
       {"model_dim", integer(layer.modelDim)},
       {"heads", integer(layer.heads)},

@@ -39,7 +39,6 @@ struct GeneratorInput {
   Schedule schedule;
   std::string bitcodePath;        ///< where the run pipeline's LLVM bitcode goes
   std::string prepareBitcodePath; ///< and the preparation's (without Halide's runtime)
-  std::string schedulePath;       ///< where an autoscheduler's schedule (C++) goes; may be empty
 };
 
 /// Reads `key=value` words. On a bad word, sets `error` and returns nothing.

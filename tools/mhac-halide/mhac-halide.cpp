@@ -48,17 +48,7 @@ int main(int argc, char **argv) {
       Halide::load_plugin(std::string(MHAC_HALIDE_PLUGIN_DIR) + "/libautoschedule_" + lower +
                           ".so");
       Halide::AutoschedulerParams params(name);
-      Halide::AutoSchedulerResults results = pipeline.run.apply_autoscheduler(target, params);
-      if (!input->schedulePath.empty()) {
-        FILE *file = std::fopen(input->schedulePath.c_str(), "w");
-        if (!file) {
-          std::fprintf(stderr, "mhac-halide: error: cannot write '%s'\n",
-                       input->schedulePath.c_str());
-          return 1;
-        }
-        std::fputs(results.schedule_source.c_str(), file);
-        std::fclose(file);
-      }
+      pipeline.run.apply_autoscheduler(target, params);
     }
     pipeline.run.compile_to({{Halide::OutputFileType::bitcode, input->bitcodePath}},
                             pipeline.runArguments, input->runName, target);
