@@ -13,9 +13,8 @@ namespace mhac {
 size_t drawIndex(std::mt19937_64 &random, size_t n) { return random() % n; }
 
 Schedule randomWalk(Schedule start, const KnobContext &context, std::mt19937_64 &random, int steps,
-                    WalkRange range) {
-  // The tuner searches the MLIR backend's schedules.
-  std::vector<const Knob *> searched = backendKnobs(Backend::Mlir);
+                    WalkRange range, Backend backend) {
+  std::vector<const Knob *> searched = backendKnobs(backend);
   for (int step = 0; step < steps; ++step) {
     const Knob &k = *searched[drawIndex(random, searched.size())];
     std::vector<int64_t> legal = legalValues(k.id, start, context);
@@ -33,6 +32,7 @@ Schedule randomWalk(Schedule start, const KnobContext &context, std::mt19937_64 
 
 std::vector<Schedule> neighbours(const Schedule &center, const KnobContext &context) {
   std::vector<Schedule> result;
+  // The tuner searches the MLIR backend's schedules.
   for (const Knob *searched : backendKnobs(Backend::Mlir)) {
     const Knob &k = *searched;
     std::vector<int64_t> legal = legalValues(k.id, center, context);

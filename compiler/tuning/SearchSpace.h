@@ -27,11 +27,11 @@ enum class WalkRange {
   Near,     ///< a legal value within a factor of two of the current one (searches)
 };
 
-/// `steps` random moves from `start`, a legal schedule: each gives one knob a random value among
-/// those the rules allow with the other knobs as they are (within `range`), so the result is
-/// legal too.
+/// `steps` random moves from `start`, a legal schedule: each gives one of `backend`'s knobs a
+/// random value among those the rules allow with the other knobs as they are (within `range`),
+/// so the result is legal too.
 Schedule randomWalk(Schedule start, const KnobContext &context, std::mt19937_64 &random, int steps,
-                    WalkRange range = WalkRange::Anywhere);
+                    WalkRange range = WalkRange::Anywhere, Backend backend = Backend::Mlir);
 
 /// The legal schedules one knob away from `center`: for every knob in table order, its legal
 /// values next to the current one (the one below and the one above; every other value of a

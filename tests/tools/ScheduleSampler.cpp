@@ -1,9 +1,10 @@
 //===- ScheduleSampler.cpp - random legal schedules, for tests ------------===//
 //
-// Part of mhac. `schedule-sampler FILE.mha --vector-bits 256|512 --seed N [--steps K]` prints a
-// schedule file with a random legal schedule for every layer of FILE.mha: the target's default
-// fitted to the layer, then K steps that each give one random knob a random value among those
-// the constraint table allows with the other knobs as they are. Every step keeps the schedule
+// Part of mhac. `schedule-sampler FILE.mha --vector-bits 256|512 --seed N [--steps K]
+// [--backend mlir|halide]` prints a schedule file with a random legal schedule for every layer
+// of FILE.mha: the target's default fitted to the layer, then K steps that each give one random
+// knob of the backend a random value among those the constraint table allows with the other
+// knobs as they are. Every step keeps the schedule
 // legal, so every printed schedule must compile and compute the layer correctly.
 //
 //===----------------------------------------------------------------------===//
@@ -25,7 +26,8 @@
 using namespace mhac;
 
 static int usage() {
-  std::cerr << "usage: schedule-sampler FILE.mha --vector-bits 256|512 --seed N [--steps K]\n";
+  std::cerr << "usage: schedule-sampler FILE.mha --vector-bits 256|512 --seed N [--steps K] "
+               "[--backend mlir|halide]\n";
   return 2;
 }
 
@@ -34,6 +36,7 @@ int main(int argc, char **argv) {
   unsigned vectorBits = 0;
   uint64_t seed = 0;
   int steps = 12;
+  Backend backend = Backend::Mlir;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "--vector-bits" && i + 1 < argc)
@@ -42,6 +45,8 @@ int main(int argc, char **argv) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     else if (arg == "--steps" && i + 1 < argc)
       steps = std::atoi(argv[++i]);
+    else if (arg == "--backend" && i + 1 < argc)
+      backend = std::string_view(argv[++i]) == "halide" ? Backend::Halide : Backend::Mlir;
     else if (path.empty() && !arg.empty() && arg[0] != '-')
       path = arg;
     else
@@ -71,7 +76,11 @@ int main(int argc, char **argv) {
       return 1;
     }
     KnobContext context{target, &layer};
-    Schedule schedule = randomWalk(*resolution.schedule, context, random, steps);
+    Schedule schedule =
+        randomWalk(*resolution.schedule, context, random, steps, WalkRange::Anywhere, backend);
+    // The knobs are what is sampled: an autoscheduler replaces them (halide/schedules.test runs
+    // one), and Adams2019 searches for minutes.
+    schedule.halide.autoscheduler = HalideAutoscheduler::None;
     if (const Constraint *broken = firstViolation(schedule, context)) {
       std::cerr << "internal error: the sampler broke a rule: "
                 << broken->explain(schedule, context) << "\n";
@@ -79,6 +88,7 @@ int main(int argc, char **argv) {
     }
     schedules.emplace_back(layer.name, schedule);
   }
-  std::cout << printScheduleFile(schedules, fmt::format("{} (seed {})", path, seed), target);
+  std::cout << printScheduleFile(schedules, fmt::format("{} (seed {})", path, seed), target,
+                                 backend);
   return 0;
 }

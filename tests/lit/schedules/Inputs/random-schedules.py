@@ -43,10 +43,10 @@ def check_seed(args, seed):
     schedule = os.path.join(args.workdir, "seed-%d.sched" % seed)
     with open(schedule, "w") as f:
         f.write(run([tools["schedule-sampler"], layers, "--vector-bits", str(args.vector_bits),
-                     "--seed", str(seed)]))
+                     "--seed", str(seed), "--backend", args.backend]))
     module = os.path.join(args.workdir, "seed-%d" % seed)
     run([tools["mhac"], "compile", layers, "--target", args.target, "--schedule", schedule,
-         "--shared", "-o", module])
+         "--backend", args.backend, "--shared", "-o", module])
     for name, (tensors, sizes) in LAYERS.items():
         run([tools["mha-run"], module + ".so", "--layer", name, "--check"] + sizes)
         data = os.path.join(args.workdir, name)
@@ -75,6 +75,7 @@ def main():
     parser.add_argument("--target", required=True)
     parser.add_argument("--vector-bits", type=int, required=True)
     parser.add_argument("--count", type=int, required=True)
+    parser.add_argument("--backend", default="mlir", choices=["mlir", "halide"])
     parser.add_argument("--first-seed", type=int, default=1)
     args = parser.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
