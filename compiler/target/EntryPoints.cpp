@@ -181,14 +181,14 @@ Value *EntryPointBuilder::halideBuffer(IRBuilder<> &b, Value *pointer, ArrayRef<
   auto *bufferType = StructType::get(ctx_, {i64_, ptr_, ptr_, i64_, typeType, i32_, ptr_, ptr_});
   Function *fn = b.GetInsertBlock()->getParent();
   IRBuilder<> entry(&fn->getEntryBlock(), fn->getEntryBlock().begin());
-  Value *dimensions =
-      entry.CreateAlloca(ArrayType::get(dimensionType, std::max<size_t>(1, dims.size())));
+  auto *dimensionsType = ArrayType::get(dimensionType, dims.size());
+  Value *dimensions = entry.CreateAlloca(dimensionsType);
   Value *buffer = entry.CreateAlloca(bufferType);
   Value *stride = b.getInt64(1);
   // Halide's dimensions run innermost first.
   for (size_t d = 0; d < dims.size(); ++d) {
-    Value *dimension = b.CreateConstGEP2_32(ArrayType::get(dimensionType, dims.size()), dimensions,
-                                            0, static_cast<unsigned>(d));
+    Value *dimension =
+        b.CreateConstGEP2_32(dimensionsType, dimensions, 0, static_cast<unsigned>(d));
     Value *extent = dims[dims.size() - 1 - d];
     Value *fields[] = {b.getInt32(0), b.CreateTrunc(extent, i32_), b.CreateTrunc(stride, i32_),
                        b.getInt32(0)};

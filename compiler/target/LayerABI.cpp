@@ -105,6 +105,17 @@ LayerABI describeLayer(const LayerSpec &spec) {
   return layer;
 }
 
+void appendPrepared(LayerABI &layer, TensorABI &tensor, std::vector<int64_t> shape,
+                    int64_t elementBytes) {
+  constexpr int64_t kPreparedAlignment = 64; // parameters start on a cache line
+  int64_t bytes = elementBytes;
+  for (int64_t size : shape)
+    bytes *= size;
+  tensor.preparedShape = std::move(shape);
+  tensor.preparedOffset = layer.preparedBytes;
+  layer.preparedBytes += (bytes + kPreparedAlignment - 1) / kPreparedAlignment * kPreparedAlignment;
+}
+
 const TensorABI *findTensor(const LayerABI &layer, std::string_view name) {
   for (const TensorABI &tensor : layer.tensors)
     if (tensor.name == name)

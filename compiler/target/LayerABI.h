@@ -76,6 +76,12 @@ std::vector<int> entryPointers(const LayerABI &layer, EntryKind kind);
 /// block's layout is left empty: it depends on the schedule (see LoweredLayer.h).
 LayerABI describeLayer(const LayerSpec &spec);
 
+/// Places parameter `tensor` of `layer` at the end of its prepared block, on a cache line, with
+/// `shape` (row-major, `elementBytes` each); grows `layer.preparedBytes`. Both backends lay their
+/// prepared blocks out with it, starting from preparedBytes = 0.
+void appendPrepared(LayerABI &layer, TensorABI &tensor, std::vector<int64_t> shape,
+                    int64_t elementBytes);
+
 /// The first tensor of `layer` named `name`, or null.
 const TensorABI *findTensor(const LayerABI &layer, std::string_view name);
 

@@ -20,16 +20,13 @@ std::string preparationSymbol(const LayerABI &layer) {
   return (kPreparationPrefix + layer.name).str();
 }
 
-/// Parameters start on a cache line of the prepared block.
-constexpr int64_t kPreparedAlignment = 64;
-
 LogicalResult readPreparedLayout(ModuleOp module, std::vector<LayerABI> &layers) {
   for (LayerABI &layer : layers) {
     auto prepare = module.lookupSymbol<func::FuncOp>(preparationSymbol(layer));
     if (!prepare)
       return module.emitError("no preparation function for layer '") << layer.name << "'";
     ArrayRef<Type> prepared = prepare.getResultTypes();
-    int64_t offset = 0;
+    layer.preparedBytes = 0;
     size_t next = 0;
     for (TensorABI &tensor : layer.tensors) {
       if (!tensor.isParameter)
@@ -38,14 +35,11 @@ LogicalResult readPreparedLayout(ModuleOp module, std::vector<LayerABI> &layers)
       if (!type || !type.hasStaticShape())
         return prepare.emitError("prepared parameters do not match the layer's");
       ++next;
-      tensor.preparedShape.assign(type.getShape().begin(), type.getShape().end());
-      tensor.preparedOffset = offset;
-      offset += llvm::alignTo(type.getNumElements() * type.getElementTypeBitWidth() / 8,
-                              kPreparedAlignment);
+      appendPrepared(layer, tensor, std::vector<int64_t>(type.getShape()),
+                     type.getElementTypeBitWidth() / 8);
     }
     if (next != prepared.size())
       return prepare.emitError("prepared parameters do not match the layer's");
-    layer.preparedBytes = offset;
   }
   return success();
 }

@@ -39,9 +39,6 @@ namespace {
 /// layer on a Zen 3 core.
 constexpr double kGeneratorSeconds = 3600;
 
-/// Parameters start on a cache line of the prepared block, as with the MLIR backend.
-constexpr int64_t kPreparedAlignment = 64;
-
 /// Halide's runtime functions that mhac's runtime serves (runtime/src/HalideHooks.c).
 constexpr const char *kRoutedHooks[] = {"halide_do_par_for", "halide_malloc", "halide_free",
                                         "halide_error"};
@@ -100,7 +97,7 @@ std::vector<std::string> generatorArguments(const LayerSpec &layer, const Schedu
 /// prepared layout of `abi`.
 Error readPreparedLayout(StringRef out, LayerABI &abi) {
   std::set<std::string> seen;
-  int64_t offset = 0;
+  abi.preparedBytes = 0;
   for (StringRef line : split(out, '\n')) {
     SmallVector<StringRef> words;
     line.split(words, ' ', -1, /*KeepEmpty=*/false);
@@ -110,27 +107,22 @@ Error readPreparedLayout(StringRef out, LayerABI &abi) {
                        ? const_cast<TensorABI *>(findTensor(abi, words[1].str()))
                        : nullptr;
     std::vector<int64_t> shape;
-    int64_t elements = 1;
     for (StringRef word : ArrayRef(words).drop_front(2)) {
       int64_t size = 0;
       if (word.getAsInteger(10, size) || size < 1)
         tensor = nullptr;
       shape.push_back(size);
-      elements *= std::max<int64_t>(size, 1);
     }
     if (!tensor || !tensor->isParameter || !seen.insert(tensor->name).second)
       return createStringError(inconvertibleErrorCode(), "internal error: mhac-halide printed '%s'",
                                line.str().c_str());
-    tensor->preparedShape = std::move(shape);
-    tensor->preparedOffset = offset;
-    offset += (elements * 4 + kPreparedAlignment - 1) / kPreparedAlignment * kPreparedAlignment;
+    appendPrepared(abi, *tensor, std::move(shape), /*elementBytes=*/4);
   }
   for (const TensorABI &tensor : abi.tensors)
     if (tensor.isParameter && !seen.count(tensor.name))
       return createStringError(inconvertibleErrorCode(),
                                "internal error: mhac-halide gave no layout for '%s'",
                                tensor.name.c_str());
-  abi.preparedBytes = offset;
   return Error::success();
 }
 
