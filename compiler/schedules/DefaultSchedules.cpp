@@ -31,7 +31,15 @@ constexpr EmbeddedSchedule kDefaultSchedules[] = {
   std::abort();
 }
 
-/// Reads the default file of `target`'s kind, where every knob must be set. Its values are each
+/// Whether the default file of machine kind `kind` sets `knob`: a CPU's file sets the knobs of
+/// the two CPU backends, the CUDA file those of the CUDA target.
+bool setsKnob(std::string_view kind, const Knob &knob) {
+  return (kind == "cuda") == (knob.backend == Backend::Cuda);
+}
+
+/// Reads the default file of `target`'s kind, where every knob of its backends must be set (a
+/// CUDA target's CPU knobs are those of AVX2, which no code for it reads, but which keep every
+/// rule well defined). Its values are each
 /// knob's preferred (largest) one: resolveSchedule fits them to a layer, so they need not
 /// satisfy the rules together (a score tile of 8 keys x 4 vectors, 8 x 3 on a 48-row block).
 Schedule readDefaults(const CpuTarget &target) {
@@ -45,8 +53,10 @@ Schedule readDefaults(const CpuTarget &target) {
     const ScheduleBlock *block = read ? read->find(kind) : nullptr;
     if (!block)
       brokenDefaults(kind, "does not read");
-    Schedule schedule;
+    Schedule schedule = kind == "cuda" ? readDefaults(genericCpuTarget(256)) : Schedule();
     for (const Knob &k : knobs()) {
+      if (!setsKnob(kind, k))
+        continue;
       const KnobSetting *setting = block->find(k.id);
       if (!setting)
         brokenDefaults(kind, fmt::format("does not set {}", k.name));

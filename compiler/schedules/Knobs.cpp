@@ -45,9 +45,15 @@ Knob makeKnob(KnobId id, std::string_view name, std::string_view summary, KnobTy
 constexpr auto kProjection = &Schedule::projection;
 constexpr auto kAttention = &Schedule::attention;
 constexpr auto kHalide = &Schedule::halide;
+constexpr auto kCuda = &Schedule::cuda;
 
 Knob forHalide(Knob knob) {
   knob.backend = Backend::Halide;
+  return knob;
+}
+
+Knob forCuda(Knob knob) {
+  knob.backend = Backend::Cuda;
   return knob;
 }
 
@@ -66,6 +72,7 @@ std::vector<Knob> makeKnobs() {
   using P = ProjectionSchedule;
   using A = AttentionSchedule;
   using H = HalideSchedule;
+  using C = CudaSchedule;
   return {
       makeKnob<kProjection, &P::cacheRows>(KnobId::ProjectionCacheRows, "projection_cache_rows",
                                            "rows of a parallel task (cache tile)", kInteger, 1,
@@ -171,6 +178,30 @@ std::vector<Knob> makeKnobs() {
                                 KnobId::HalideAutoscheduler, "halide_autoscheduler",
                                 "Halide's autoscheduler instead of the knobs", kChoice, 0, 4),
                             {"none", "Mullapudi2016", "Adams2019", "Li2018", "Anderson2021"})),
+      forCuda(makeKnob<kCuda, &C::projectionBlockRows>(
+          KnobId::CudaProjectionBlockRows, "cuda_projection_block_rows",
+          "output rows of a projection block", kInteger, 1, 256)),
+      forCuda(makeKnob<kCuda, &C::projectionBlockCols>(
+          KnobId::CudaProjectionBlockCols, "cuda_projection_block_cols",
+          "output columns of a projection block", kInteger, 1, 256)),
+      forCuda(makeKnob<kCuda, &C::projectionKBlock>(
+          KnobId::CudaProjectionKBlock, "cuda_projection_k_block",
+          "input features staged in shared memory at a time", kInteger, 1, 128)),
+      forCuda(makeKnob<kCuda, &C::projectionThreadRows>(
+          KnobId::CudaProjectionThreadRows, "cuda_projection_thread_rows",
+          "rows of a thread's tile", kInteger, 1, 16)),
+      forCuda(makeKnob<kCuda, &C::projectionThreadCols>(
+          KnobId::CudaProjectionThreadCols, "cuda_projection_thread_cols",
+          "columns of a thread's tile", kInteger, 1, 16)),
+      forCuda(makeKnob<kCuda, &C::attentionQueryBlock>(
+          KnobId::CudaAttentionQueryBlock, "cuda_attention_query_block",
+          "query rows of an attention block", kInteger, 1, 1024)),
+      forCuda(makeKnob<kCuda, &C::attentionKeyBlock>(
+          KnobId::CudaAttentionKeyBlock, "cuda_attention_key_block", "keys per shared-memory tile",
+          kInteger, 1, 128)),
+      forCuda(makeKnob<kCuda, &C::attentionRowThreads>(
+          KnobId::CudaAttentionRowThreads, "cuda_attention_row_threads",
+          "threads per query row (a power of two)", kInteger, 1, 32)),
   };
 }
 
@@ -247,7 +278,190 @@ Constraint budgetRule(std::string tile, KnobId rows, KnobId vectors, bool inLane
           }};
 }
 
-std::vector<Constraint> makeConstraints() {
+/// A rule of the CUDA target's knobs, which holds on CPU targets (their schedules never read
+/// those knobs).
+Constraint cudaRule(std::vector<KnobId> knobs, bool needsLayer,
+                    std::function<bool(const CudaSchedule &, const KnobContext &)> holds,
+                    std::function<std::string(const CudaSchedule &, const KnobContext &)> explain) {
+  return {std::move(knobs), needsLayer,
+          [holds](const Schedule &s, const KnobContext &c) {
+            return !c.target.cuda || holds(s.cuda, c);
+          },
+          [explain](const Schedule &s, const KnobContext &c) { return explain(s.cuda, c); }};
+}
+
+/// Threads of a projection block, and of an attention block.
+int64_t projectionThreads(const CudaSchedule &s) {
+  return (s.projectionBlockRows / s.projectionThreadRows) *
+         (s.projectionBlockCols / s.projectionThreadCols);
+}
+int64_t attentionThreads(const CudaSchedule &s) {
+  return s.attentionQueryBlock * s.attentionRowThreads;
+}
+
+/// Whole warps, at most 1024 threads: what a block of CUDA threads may be here (the warp
+/// shuffles of attention need whole warps).
+bool wholeWarps(int64_t threads) { return threads >= 32 && threads <= 1024 && threads % 32 == 0; }
+
+/// Shared memory the lowering of gpu.dynamic_shared_memory reserves statically before the
+/// dynamic part (one aligned byte).
+constexpr int64_t kStaticSharedBytes = 16;
+
+/// Shared memory of a projection block: the staged inputs and weights, each row padded by one.
+int64_t projectionSharedBytes(const CudaSchedule &s) {
+  return kStaticSharedBytes +
+         4 * s.projectionKBlock * (s.projectionBlockRows + 1 + s.projectionBlockCols + 1);
+}
+/// Shared memory of an attention block: a tile of keys and one of values.
+int64_t attentionSharedBytes(const CudaSchedule &s, const LayerSpec &layer) {
+  return kStaticSharedBytes + 2 * 4 * s.attentionKeyBlock * layer.headDim;
+}
+
+/// Registers a thread's tiles take, estimated: a projection thread's accumulators and loaded
+/// weights; an attention thread's scores and its slices of the query and output. Past
+/// kCudaTileRegisters, ptxas would spill what the kernels mean to keep in registers.
+constexpr int64_t kCudaTileRegisters = 160;
+int64_t projectionTileRegisters(const CudaSchedule &s) {
+  return s.projectionThreadRows * s.projectionThreadCols + s.projectionThreadCols;
+}
+/// Head features an attention thread holds, and the fewest it may.
+int64_t attentionSlice(const CudaSchedule &s, const LayerSpec &layer) {
+  return (layer.headDim + s.attentionRowThreads - 1) / s.attentionRowThreads;
+}
+constexpr int64_t kMinAttentionSlice = 16;
+int64_t attentionTileRegisters(const CudaSchedule &s, const LayerSpec &layer) {
+  return s.attentionKeyBlock + 2 * attentionSlice(s, layer);
+}
+
+std::vector<Constraint> cudaConstraints() {
+  using K = KnobId;
+  return {
+      cudaRule(
+          {K::CudaProjectionThreadRows, K::CudaProjectionBlockRows}, false,
+          [](const CudaSchedule &s, const KnobContext &) {
+            return s.projectionBlockRows % s.projectionThreadRows == 0;
+          },
+          [](const CudaSchedule &s, const KnobContext &) {
+            return fmt::format("cuda_projection_block_rows ({}) must be a multiple of "
+                               "cuda_projection_thread_rows ({}), so that a block is whole "
+                               "thread tiles",
+                               s.projectionBlockRows, s.projectionThreadRows);
+          }),
+      cudaRule(
+          {K::CudaProjectionThreadCols, K::CudaProjectionBlockCols}, false,
+          [](const CudaSchedule &s, const KnobContext &) {
+            return s.projectionBlockCols % s.projectionThreadCols == 0;
+          },
+          [](const CudaSchedule &s, const KnobContext &) {
+            return fmt::format("cuda_projection_block_cols ({}) must be a multiple of "
+                               "cuda_projection_thread_cols ({}), so that a block is whole "
+                               "thread tiles",
+                               s.projectionBlockCols, s.projectionThreadCols);
+          }),
+      cudaRule(
+          {K::CudaProjectionThreadRows, K::CudaProjectionThreadCols}, false,
+          [](const CudaSchedule &s, const KnobContext &) {
+            return projectionTileRegisters(s) <= kCudaTileRegisters;
+          },
+          [](const CudaSchedule &s, const KnobContext &) {
+            return fmt::format("a projection thread's tile of {} x {} needs about {} "
+                               "registers, more than the {} it may keep without spilling "
+                               "(lower cuda_projection_thread_rows or "
+                               "cuda_projection_thread_cols)",
+                               s.projectionThreadRows, s.projectionThreadCols,
+                               projectionTileRegisters(s), kCudaTileRegisters);
+          }),
+      cudaRule(
+          {K::CudaProjectionBlockRows, K::CudaProjectionBlockCols, K::CudaProjectionThreadRows,
+           K::CudaProjectionThreadCols},
+          false,
+          [](const CudaSchedule &s, const KnobContext &) {
+            return s.projectionBlockRows % s.projectionThreadRows != 0 ||
+                   s.projectionBlockCols % s.projectionThreadCols != 0 ||
+                   wholeWarps(projectionThreads(s));
+          },
+          [](const CudaSchedule &s, const KnobContext &) {
+            return fmt::format("a projection block of {} x {} in thread tiles of {} x {} "
+                               "has {} threads; a block must be whole warps of 32, at most "
+                               "1024 threads",
+                               s.projectionBlockRows, s.projectionBlockCols, s.projectionThreadRows,
+                               s.projectionThreadCols, projectionThreads(s));
+          }),
+      cudaRule(
+          {K::CudaProjectionKBlock, K::CudaProjectionBlockRows, K::CudaProjectionBlockCols}, false,
+          [](const CudaSchedule &s, const KnobContext &c) {
+            return projectionSharedBytes(s) <= c.target.cuda->sharedBytes;
+          },
+          [](const CudaSchedule &s, const KnobContext &c) {
+            return fmt::format("a projection block would stage {} bytes in shared memory; "
+                               "{} allows {} per block (lower cuda_projection_k_block)",
+                               projectionSharedBytes(s), c.target.cuda->chip,
+                               c.target.cuda->sharedBytes);
+          }),
+      cudaRule(
+          {K::CudaAttentionRowThreads}, false,
+          [](const CudaSchedule &s, const KnobContext &) {
+            return (s.attentionRowThreads & (s.attentionRowThreads - 1)) == 0;
+          },
+          [](const CudaSchedule &s, const KnobContext &) {
+            return fmt::format("cuda_attention_row_threads ({}) must be a power of two, "
+                               "so that a row's threads reduce its scores by warp shuffles",
+                               s.attentionRowThreads);
+          }),
+      cudaRule(
+          {K::CudaAttentionRowThreads}, true,
+          [](const CudaSchedule &s, const KnobContext &c) {
+            return attentionSlice(s, *c.layer) >= std::min(c.layer->headDim, kMinAttentionSlice);
+          },
+          [](const CudaSchedule &s, const KnobContext &c) {
+            return fmt::format("cuda_attention_row_threads ({}) would give each thread {} "
+                               "of layer '{}''s {} head features; a thread takes at least "
+                               "{} (or the whole head), so that its share of a score "
+                               "outweighs the shuffles that add the shares up",
+                               s.attentionRowThreads, attentionSlice(s, *c.layer), c.layer->name,
+                               c.layer->headDim, kMinAttentionSlice);
+          }),
+      cudaRule(
+          {K::CudaAttentionQueryBlock, K::CudaAttentionRowThreads}, false,
+          [](const CudaSchedule &s, const KnobContext &) {
+            return wholeWarps(attentionThreads(s));
+          },
+          [](const CudaSchedule &s, const KnobContext &) {
+            return fmt::format("an attention block of {} query rows x {} threads per row "
+                               "has {} threads; a block must be whole warps of 32, at most "
+                               "1024 threads",
+                               s.attentionQueryBlock, s.attentionRowThreads, attentionThreads(s));
+          }),
+      cudaRule(
+          {K::CudaAttentionKeyBlock, K::CudaAttentionRowThreads}, true,
+          [](const CudaSchedule &s, const KnobContext &c) {
+            return attentionTileRegisters(s, *c.layer) <= kCudaTileRegisters;
+          },
+          [](const CudaSchedule &s, const KnobContext &c) {
+            return fmt::format("an attention thread of layer '{}' would hold {} scores and "
+                               "2 x {} head features, about {} registers, more than the {} "
+                               "it may keep without spilling (lower "
+                               "cuda_attention_key_block or raise "
+                               "cuda_attention_row_threads)",
+                               c.layer->name, s.attentionKeyBlock, attentionSlice(s, *c.layer),
+                               attentionTileRegisters(s, *c.layer), kCudaTileRegisters);
+          }),
+      cudaRule(
+          {K::CudaAttentionKeyBlock}, true,
+          [](const CudaSchedule &s, const KnobContext &c) {
+            return attentionSharedBytes(s, *c.layer) <= c.target.cuda->sharedBytes;
+          },
+          [](const CudaSchedule &s, const KnobContext &c) {
+            return fmt::format("an attention block of layer '{}' would stage {} bytes of "
+                               "keys and values in shared memory; {} allows {} per block "
+                               "(lower cuda_attention_key_block)",
+                               c.layer->name, attentionSharedBytes(s, *c.layer),
+                               c.target.cuda->chip, c.target.cuda->sharedBytes);
+          }),
+  };
+}
+
+std::vector<Constraint> cpuConstraints() {
   return {
       {{KnobId::Bf16Compute},
        true,
@@ -362,6 +576,12 @@ std::vector<Constraint> makeConstraints() {
   };
 }
 
+std::vector<Constraint> makeConstraints() {
+  std::vector<Constraint> rules = cpuConstraints();
+  for (Constraint &rule : cudaConstraints())
+    rules.push_back(std::move(rule));
+  return rules;
+}
 } // namespace
 
 std::string_view autoschedulerName(HalideAutoscheduler autoscheduler) {
@@ -369,7 +589,15 @@ std::string_view autoschedulerName(HalideAutoscheduler autoscheduler) {
 }
 
 std::string_view backendName(Backend backend) {
-  return backend == Backend::Halide ? "halide" : "mlir";
+  switch (backend) {
+  case Backend::Halide:
+    return "halide";
+  case Backend::Cuda:
+    return "cuda";
+  case Backend::Mlir:
+    break;
+  }
+  return "mlir";
 }
 
 const std::vector<Knob> &knobs() {

@@ -57,6 +57,14 @@ enum class KnobId {
   HalideValueRows,
   HalideKeyBlock,
   HalideAutoscheduler,
+  CudaProjectionBlockRows,
+  CudaProjectionBlockCols,
+  CudaProjectionKBlock,
+  CudaProjectionThreadRows,
+  CudaProjectionThreadCols,
+  CudaAttentionQueryBlock,
+  CudaAttentionKeyBlock,
+  CudaAttentionRowThreads,
 };
 
 enum class KnobType { Integer, Boolean, Choice };

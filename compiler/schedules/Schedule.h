@@ -14,8 +14,10 @@
 
 namespace mhac {
 
-/// What lowers a layer: MLIR's pipeline (the main backend) or Halide (`--backend halide`).
-enum class Backend { Mlir, Halide };
+/// What generates a layer's code: MLIR's CPU pipeline (the main backend), Halide
+/// (`--backend halide`), or MLIR's GPU pipeline, which `--target cuda:*` selects. Each has knobs
+/// of its own.
+enum class Backend { Mlir, Halide, Cuda };
 
 /// How a block's query rows are transposed so that its columns become vectors.
 enum class QueryTranspose {
@@ -106,10 +108,23 @@ struct HalideSchedule {
   HalideAutoscheduler autoscheduler = HalideAutoscheduler::None;
 };
 
+/// The CUDA target's kernels (compiler/gpu/kernels): f32 arithmetic on CUDA cores, tiled
+/// through shared memory. Zero on CPU targets, whose schedules never read them.
+struct CudaSchedule {
+  /// A projection block's tile of the output (rows x columns), the input features it stages
+  /// in shared memory at a time, and one thread's tile of it, held in registers.
+  int64_t projectionBlockRows = 0, projectionBlockCols = 0, projectionKBlock = 0;
+  int64_t projectionThreadRows = 0, projectionThreadCols = 0;
+  /// Query rows of an attention block, keys per shared-memory tile, and threads per query row
+  /// (each holds a strided slice of the head).
+  int64_t attentionQueryBlock = 0, attentionKeyBlock = 0, attentionRowThreads = 0;
+};
+
 struct Schedule {
   ProjectionSchedule projection;
   AttentionSchedule attention;
   HalideSchedule halide;
+  CudaSchedule cuda;
   Bf16Compute bf16Compute = Bf16Compute::F32;
   /// The expert's escape hatch: a transform-dialect file that replaces the projections' tiling
   /// script (transforms/tiling.mlir), tied to MLIR 22's transform ops. Empty: the library's.

@@ -36,6 +36,18 @@ const ScheduleBlock *ScheduleFile::find(std::string_view name) const {
 
 namespace {
 
+/// What a knob of `backend` shapes, for messages.
+std::string knobOwner(Backend backend) {
+  return backend == Backend::Cuda ? "the CUDA target (--target cuda:*)"
+                                  : fmt::format("the {} backend", backendName(backend));
+}
+
+/// What a compilation for `backend` is, for messages: "uses --backend halide".
+std::string compilationKind(Backend backend) {
+  return backend == Backend::Cuda ? "is for a CUDA target"
+                                  : fmt::format("uses --backend {}", backendName(backend));
+}
+
 /// The `tuned_*` keys and the fields of Provenance they fill.
 constexpr std::pair<std::string_view, std::string Provenance::*> kProvenanceKeys[] = {
     {"tuned_layer", &Provenance::layer},   {"tuned_sizes", &Provenance::sizes},
@@ -155,8 +167,8 @@ std::optional<KnobSetting> ScheduleFileChecker::checkEntry(const EntryAST &entry
   }
   if (backend_ && k->backend != *backend_) {
     error(entry.keyLoc,
-          fmt::format("'{}' is a knob of the {} backend; this compilation uses --backend {}",
-                      k->name, backendName(k->backend), backendName(*backend_)),
+          fmt::format("'{}' is a knob of {}; this compilation {}", k->name, knobOwner(k->backend),
+                      compilationKind(*backend_)),
           entry.key.size());
     return std::nullopt;
   }
@@ -235,11 +247,11 @@ std::optional<ScheduleFile> ScheduleFileChecker::check(const ModuleAST &ast, Sou
         continue;
       }
       if (entry.key == kProjectionTransformKey) {
-        if (backend_ == Backend::Halide) {
+        if (backend_ && *backend_ != Backend::Mlir) {
           error(entry.keyLoc,
                 fmt::format("'{}' replaces a transform-dialect script of the mlir backend; "
-                            "this compilation uses --backend halide",
-                            kProjectionTransformKey),
+                            "this compilation {}",
+                            kProjectionTransformKey, compilationKind(*backend_)),
                 entry.key.size());
           continue;
         }

@@ -23,17 +23,36 @@ namespace {
 /// already settled, so the block's shape comes before the tiles inside it, and a tile's
 /// vectors before its rows (the rows take the registers the vectors leave).
 constexpr KnobId kFitOrder[] = {
-    KnobId::AttentionKeyBlock,      KnobId::AttentionGroupedQueryBlock,
-    KnobId::AttentionQueryBlock,    KnobId::AttentionScoreTileVectors,
-    KnobId::AttentionScoreTileKeys, KnobId::AttentionValueTileVectors,
-    KnobId::AttentionValueTileRows, KnobId::AttentionQueryTranspose,
-    KnobId::ProjectionRegisterCols, KnobId::ProjectionRegisterRows,
-    KnobId::ProjectionCacheRows,    KnobId::ProjectionCacheCols,
+    KnobId::AttentionKeyBlock,
+    KnobId::AttentionGroupedQueryBlock,
+    KnobId::AttentionQueryBlock,
+    KnobId::AttentionScoreTileVectors,
+    KnobId::AttentionScoreTileKeys,
+    KnobId::AttentionValueTileVectors,
+    KnobId::AttentionValueTileRows,
+    KnobId::AttentionQueryTranspose,
+    KnobId::ProjectionRegisterCols,
+    KnobId::ProjectionRegisterRows,
+    KnobId::ProjectionCacheRows,
+    KnobId::ProjectionCacheCols,
     // The Halide backend's: tiles (vectors before rows), then the blocks made of them.
-    KnobId::HalideProjectionVectors, KnobId::HalideProjectionRows,
-    KnobId::HalideProjectionTaskRows, KnobId::HalideScoreVectors,
-    KnobId::HalideScoreRows,         KnobId::HalideValueVectors,
-    KnobId::HalideValueRows,         KnobId::HalideQueryBlock,
+    KnobId::HalideProjectionVectors,
+    KnobId::HalideProjectionRows,
+    KnobId::HalideProjectionTaskRows,
+    KnobId::HalideScoreVectors,
+    KnobId::HalideScoreRows,
+    KnobId::HalideValueVectors,
+    KnobId::HalideValueRows,
+    KnobId::HalideQueryBlock,
+    // The CUDA target's: threads' tiles before the blocks made of them.
+    KnobId::CudaAttentionRowThreads,
+    KnobId::CudaAttentionKeyBlock,
+    KnobId::CudaAttentionQueryBlock,
+    KnobId::CudaProjectionThreadCols,
+    KnobId::CudaProjectionThreadRows,
+    KnobId::CudaProjectionBlockCols,
+    KnobId::CudaProjectionBlockRows,
+    KnobId::CudaProjectionKBlock,
 };
 
 /// Column tasks the narrowest projection gets when its rows are one cache tile: enough to keep
@@ -52,8 +71,8 @@ int64_t balancedCacheCols(const LayerSpec &layer, const Schedule &schedule) {
   const ProjectionSchedule &p = schedule.projection;
   if (rows > p.cacheRows || p.registerCols <= 0)
     return 0;
-  int64_t narrowest = std::min({layer.heads * layer.headDim, layer.kvHeads * layer.headDim,
-                                layer.modelDim});
+  int64_t narrowest =
+      std::min({layer.heads * layer.headDim, layer.kvHeads * layer.headDim, layer.modelDim});
   return std::max(p.registerCols, narrowest / kMinColumnTasks / p.registerCols * p.registerCols);
 }
 

@@ -9,11 +9,22 @@
 #define MHAC_COMPILER_TARGET_CPUTARGET_H
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace mhac {
 
-/// A CPU to generate code for, as `--target` names it.
+/// A CUDA GPU, for `--target cuda:sm_NN`.
+struct CudaDevice {
+  std::string chip; ///< "sm_80", "sm_90": the cubin's architecture
+  /// Shared memory one block may use, in bytes (with the kernel's opt-in past 48 KiB).
+  int64_t sharedBytes = 48 * 1024;
+  /// Registers one thread may use.
+  int64_t registersPerThread = 255;
+};
+
+/// A CPU to generate code for, as `--target` names it; for a CUDA target, the host that
+/// launches the kernels, and the GPU.
 struct CpuTarget {
   std::string name;     ///< as given: "host", "x86-64-v3", "znver4", ...
   std::string triple;   ///< LLVM target triple
@@ -29,6 +40,8 @@ struct CpuTarget {
   /// (32 KiB, 1 MiB) for a named CPU.
   int64_t l1Bytes = 32 * 1024;
   int64_t l2Bytes = 1024 * 1024;
+  /// Set for `--target cuda:*`: the GPU that runs the layers' kernels.
+  std::optional<CudaDevice> cuda;
 
   /// Sets the vector unit: `bits` wide (256: AVX2's 16 ymm; 512: AVX-512's 32 zmm).
   void setVectorBits(unsigned bits) {
@@ -37,8 +50,8 @@ struct CpuTarget {
   }
   /// f32 lanes of one vector register.
   int64_t lanes() const { return vectorBits / 32; }
-  /// The kind of vector unit, which selects the default schedule: "avx2" or "avx512".
-  const char *vectorKind() const { return vectorBits == 512 ? "avx512" : "avx2"; }
+  /// The kind of machine, which selects the default schedule: "avx2", "avx512" or "cuda".
+  const char *vectorKind() const { return cuda ? "cuda" : vectorBits == 512 ? "avx512" : "avx2"; }
 };
 
 /// The CPU as a tuned schedule records it: the LLVM CPU, the vector unit and the caches, the

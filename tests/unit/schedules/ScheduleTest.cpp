@@ -83,7 +83,8 @@ TEST_P(Defaults, SetEveryKnobWithinItsDomain) {
   CpuTarget target = makeTarget(GetParam());
   const Schedule &defaults = targetDefaults(target);
   for (const Knob &k : knobs())
-    EXPECT_TRUE(inDomain(k, k.get(defaults), target)) << k.name;
+    if (k.backend != Backend::Cuda)
+      EXPECT_TRUE(inDomain(k, k.get(defaults), target)) << k.name;
 }
 
 /// The defaults, fitted, are legal for every layer: over a grid of head widths, group sizes,
@@ -102,6 +103,39 @@ TEST_P(Defaults, FitEveryLayer) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, Defaults, ::testing::Values(256u, 512u));
+
+/// A CUDA GPU with `sharedBytes` of shared memory per block.
+CpuTarget makeCudaTarget(int64_t sharedBytes) {
+  CpuTarget target = makeTarget(256);
+  target.name = "cuda:test";
+  target.cuda = CudaDevice{"sm_test", sharedBytes, 255};
+  return target;
+}
+
+/// The CUDA defaults, fitted, are legal for every layer up to heads of 1000, on GPUs with
+/// sm_86's shared memory and sm_90's; heads so wide that a row's slices fill a thread's
+/// registers have no schedule, and say so.
+TEST(CudaDefaults, FitEveryLayer) {
+  for (int64_t sharedBytes : {99 * 1024, 227 * 1024}) {
+    CpuTarget target = makeCudaTarget(sharedBytes);
+    const Schedule &defaults = targetDefaults(target);
+    for (const Knob &k : knobs())
+      if (k.backend == Backend::Cuda)
+        EXPECT_TRUE(inDomain(k, k.get(defaults), target)) << k.name;
+    for (int64_t headDim : {1, 8, 16, 24, 40, 64, 80, 96, 112, 128, 160, 256, 1000})
+      for (int64_t group : {1, 3, 8})
+        for (int64_t seq : {int64_t(1), int64_t(100), kDynamicSize}) {
+          LayerSpec layer = makeLayer(headDim * 2 * group, 2 * group, headDim, 2, seq);
+          ScheduleResolution resolution = resolveSchedule(layer, target, nullptr, nullptr);
+          ASSERT_TRUE(resolution.schedule) << "Dh " << headDim << ": " << resolution.error;
+          EXPECT_EQ(firstViolation(*resolution.schedule, KnobContext{target, &layer}), nullptr);
+        }
+    LayerSpec wide = makeLayer(40000, 2, 20000, 2, 100);
+    ScheduleResolution resolution = resolveSchedule(wide, target, nullptr, nullptr);
+    EXPECT_FALSE(resolution.schedule);
+    EXPECT_NE(resolution.error.find("registers"), std::string::npos) << resolution.error;
+  }
+}
 
 TEST(Resolution, FitsBertBaseAsDocumented) {
   CpuTarget target = makeTarget(512);
