@@ -58,6 +58,7 @@ constexpr size_t kLayerFieldOffsets[] = {
     offsetof(mhac_layer, run_prepared_packed),
     offsetof(mhac_layer, cpu_features),
     offsetof(mhac_layer, schedule),
+    offsetof(mhac_layer, device),
 };
 
 /// Halide's error code for a failed allocation (halide_error_code_out_of_memory in Halide's
@@ -113,6 +114,7 @@ private:
   Element callerElement(const TensorABI &tensor) const {
     return tensor.isInt32 ? Element::I32 : layer_.bf16 ? Element::BF16 : Element::F32;
   }
+  bool cuda() const { return convention_ == KernelConvention::CudaLaunches; }
   /// The element type of a parameter in the prepared block: the layer's for MLIR's kernels
   /// (the schedule keeps it), f32 for Halide's (preparation widens bf16 once).
   Element preparedElement() const {
@@ -132,6 +134,8 @@ private:
   KernelConvention convention_;
   Function *kernel_ = nullptr, *preparation_ = nullptr;
   GlobalVariable *metadata_ = nullptr;
+  /// The stream argument of the entry point being built (CUDA layers), else null.
+  Value *stream_ = nullptr;
 };
 
 std::vector<RuntimeSize> EntryPointBuilder::runtimeSizes() const {
@@ -146,14 +150,17 @@ std::vector<RuntimeSize> EntryPointBuilder::runtimeSizes() const {
 }
 
 /// Returns `status` from the current function if `failed` holds; continues in a new block.
-static void returnIf(IRBuilder<> &b, Value *failed, int32_t status) {
+static void returnIf(IRBuilder<> &b, Value *failed, Value *status) {
   Function *fn = b.GetInsertBlock()->getParent();
   BasicBlock *fail = BasicBlock::Create(b.getContext(), "fail", fn);
   BasicBlock *next = BasicBlock::Create(b.getContext(), "ok", fn);
   b.CreateCondBr(failed, fail, next);
   b.SetInsertPoint(fail);
-  b.CreateRet(b.getInt32(status));
+  b.CreateRet(status);
   b.SetInsertPoint(next);
+}
+static void returnIf(IRBuilder<> &b, Value *failed, int32_t status) {
+  returnIf(b, failed, b.getInt32(status));
 }
 
 void EntryPointBuilder::appendDescriptor(IRBuilder<> &b, SmallVectorImpl<Value *> &args,
@@ -228,6 +235,10 @@ void EntryPointBuilder::appendTensor(IRBuilder<> &b, SmallVectorImpl<Value *> &a
 void EntryPointBuilder::callKernel(IRBuilder<> &b, Function *kernel, ArrayRef<Value *> args,
                                    Value *release) {
   Value *result = b.CreateCall(kernel, args);
+  if (cuda()) {
+    returnIf(b, b.CreateICmpNE(result, b.getInt32(kOk)), result);
+    return;
+  }
   if (convention_ != KernelConvention::HalideBuffers)
     return;
   Function *fn = b.GetInsertBlock()->getParent();
@@ -252,10 +263,15 @@ Function *EntryPointBuilder::buildEntry(EntryKind kind) {
                                                     : "_run_prepared";
   SmallVector<Type *> params(pointers.size(), ptr_);
   params.append(sizes.size(), i64_);
+  if (cuda())
+    params.push_back(ptr_);
   auto *type = FunctionType::get(i32_, params, false);
   Function *fn =
       Function::Create(type, GlobalValue::ExternalLinkage, layer_.cName() + suffix, module_);
   IRBuilder<> b(BasicBlock::Create(ctx_, "entry", fn));
+  stream_ = cuda() ? fn->getArg(fn->arg_size() - 1) : nullptr;
+  if (stream_)
+    stream_->setName("stream");
 
   Value *prepared = nullptr;
   std::vector<Value *> tensorPointer(layer_.tensors.size(), nullptr);
@@ -316,10 +332,11 @@ Function *EntryPointBuilder::buildEntry(EntryKind kind) {
       }
     }
 
-    // kv_lens entries must lie in [0, Skv].
+    // kv_lens entries must lie in [0, Skv] (on a GPU, where the host cannot read them, the
+    // kernels clamp them).
     for (size_t i = 0; i < layer_.tensors.size(); ++i) {
       const TensorABI &tensor = layer_.tensors[i];
-      if (!tensor.isInt32)
+      if (!tensor.isInt32 || cuda())
         continue;
       Value *batch = dimension(tensor, 0);
       const TensorABI &keys = layer_.tensors[layer_.cross ? 1 : 0];
@@ -342,17 +359,19 @@ Function *EntryPointBuilder::buildEntry(EntryKind kind) {
     }
   }
 
-  // NAME_run prepares the parameters into a block of its own for the call.
+  // NAME_run prepares the parameters into a block of its own for the call, except on a GPU,
+  // whose kernels read them in place.
+  bool preparesPerCall = kind == EntryKind::Run && !cuda();
   FunctionCallee alloc = module_.getOrInsertFunction("mhac_alloc", ptr_, i64_);
   FunctionCallee release = module_.getOrInsertFunction("mhac_free", Type::getVoidTy(ctx_), ptr_);
-  if (kind == EntryKind::Run) {
+  if (preparesPerCall) {
     prepared = b.CreateCall(alloc, {b.getInt64(layer_.preparedBytes)}, "prepared");
     returnIf(b, b.CreateIsNull(prepared), kOutOfMemory);
   }
   auto preparedPointer = [&](const TensorABI &tensor) {
     return b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), prepared, tensor.preparedOffset);
   };
-  if (kind != EntryKind::RunPrepared) {
+  if (kind == EntryKind::Prepare || preparesPerCall) {
     SmallVector<Value *> args;
     for (size_t i = 0; i < layer_.tensors.size(); ++i)
       if (layer_.tensors[i].isParameter)
@@ -362,14 +381,21 @@ Function *EntryPointBuilder::buildEntry(EntryKind kind) {
       if (tensor.isParameter)
         appendTensor(b, args, preparedPointer(tensor), ArrayRef<int64_t>(tensor.preparedShape),
                      preparedElement());
+    if (stream_)
+      args.push_back(stream_);
     if (args.size() != preparation_->arg_size())
       return nullptr;
-    callKernel(b, preparation_, args, kind == EntryKind::Run ? prepared : nullptr);
+    callKernel(b, preparation_, args, preparesPerCall ? prepared : nullptr);
   }
   if (kind != EntryKind::Prepare) {
     SmallVector<Value *> args;
     for (size_t i = 0; i < layer_.tensors.size(); ++i) {
       const TensorABI &tensor = layer_.tensors[i];
+      if (tensor.isParameter && kind == EntryKind::Run && cuda()) {
+        appendTensor(b, args, tensorPointer[i], ArrayRef<int64_t>(tensor.shape),
+                     callerElement(tensor));
+        continue;
+      }
       if (tensor.isParameter) {
         appendTensor(b, args, preparedPointer(tensor), ArrayRef<int64_t>(tensor.preparedShape),
                      preparedElement());
@@ -380,11 +406,13 @@ Function *EntryPointBuilder::buildEntry(EntryKind kind) {
         dims.push_back(dimension(tensor, d));
       appendTensor(b, args, tensorPointer[i], dims, callerElement(tensor));
     }
+    if (stream_)
+      args.push_back(stream_);
     if (args.size() != kernel_->arg_size())
       return nullptr;
-    callKernel(b, kernel_, args, kind == EntryKind::Run ? prepared : nullptr);
+    callKernel(b, kernel_, args, preparesPerCall ? prepared : nullptr);
   }
-  if (kind == EntryKind::Run)
+  if (preparesPerCall)
     b.CreateCall(release, {prepared});
   b.CreateRet(b.getInt32(kOk));
   return fn;
@@ -429,6 +457,8 @@ Function *EntryPointBuilder::buildPacked(EntryKind kind, Function *entry) {
     unsigned field = static_cast<unsigned>(which) - 1; // batch, seq, kv_seq
     args.push_back(b.CreateLoad(i64_, b.CreateStructGEP(sizesType, sizes, field)));
   }
+  if (cuda())
+    args.push_back(ConstantPointerNull::get(ptr_)); // the default stream
   b.CreateRet(b.CreateCall(entry, args));
   return packed;
 }
@@ -443,9 +473,9 @@ Error EntryPointBuilder::buildMetadata(Function *runPacked, Function *preparePac
                                        Function *runPreparedPacked) {
   // Field for field, the struct mhac_layer of mhac/runtime.h (natural C layout).
   Type *f32 = Type::getFloatTy(ctx_);
-  StructType *layerType =
-      StructType::get(ctx_, {i32_, ptr_, i32_, i64_, i64_, i64_, i64_, i64_, i64_, i64_, i64_, i32_,
-                             i32_, i32_, i32_, f32,  i32_, ptr_, i64_, ptr_, ptr_, ptr_, ptr_});
+  StructType *layerType = StructType::get(ctx_, {i32_, ptr_, i32_, i64_, i64_, i64_, i64_, i64_,
+                                                 i64_, i64_, i64_, i32_, i32_, i32_, i32_, f32,
+                                                 i32_, ptr_, i64_, ptr_, ptr_, ptr_, ptr_, ptr_});
   const StructLayout *layout = module_.getDataLayout().getStructLayout(layerType);
   if (layerType->getNumElements() != std::size(kLayerFieldOffsets))
     return createStringError(inconvertibleErrorCode(),
@@ -485,6 +515,7 @@ Error EntryPointBuilder::buildMetadata(Function *runPacked, Function *preparePac
       runPreparedPacked,
       cpuFeatures_,
       string(layer_.schedule, "schedule"),
+      layer_.device.empty() ? ConstantPointerNull::get(ptr_) : string(layer_.device, "device"),
   };
   metadata_ =
       new GlobalVariable(module_, layerType, /*isConstant=*/true, GlobalValue::InternalLinkage,

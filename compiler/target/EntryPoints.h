@@ -26,6 +26,11 @@ enum class KernelConvention {
   /// Halide's: each tensor a pointer to a halide_buffer_t (dimensions innermost first, int32
   /// extents and strides); an int result, 0 on success or a halide_error_code_t.
   HalideBuffers,
+  /// The CUDA target's host functions (CudaHost.h): memref descriptors of device memory, then
+  /// the stream; an mhac_status result. The entry points then take a stream last, NAME_run
+  /// reads the parameters where they are, and kv_lens (device memory) is clamped by the
+  /// kernels rather than checked.
+  CudaLaunches,
 };
 
 /// Adds to `module` (LLVM IR of lowered layers: per layer a function named after it and its

@@ -70,15 +70,26 @@ std::string formatSize(int64_t size) {
 /// Declares NAME_prepare, NAME_run_prepared and their packed forms.
 void emitPrepared(std::string &out, const LayerABI &layer, const std::vector<std::string> &sizes) {
   const char *element = layer.bf16 ? "uint16_t" : "float";
-  out += fmt::format(
-      "/* Prepared parameters. {0}_prepare rearranges the weights and biases once into the\n"
-      " * layout the kernels read, in a block of {0}_PREPARED_BYTES bytes (any alignment works;\n"
-      " * 64 bytes is fastest) that does not refer to them afterwards. {0}_run_prepared then\n"
-      " * runs the layer on it, where {0}_run rearranges them on every call. The block is read\n"
-      " * only: concurrent calls may share it. {0}_prepare returns MHAC_OK or\n"
-      " * MHAC_ERROR_NULL_POINTER; {0}_run_prepared returns what {0}_run does, except\n"
-      " * MHAC_ERROR_OUT_OF_MEMORY, which it never needs. */\n",
-      layer.cName());
+  if (layer.device.empty())
+    out += fmt::format(
+        "/* Prepared parameters. {0}_prepare rearranges the weights and biases once into the\n"
+        " * layout the kernels read, in a block of {0}_PREPARED_BYTES bytes (any alignment "
+        "works;\n"
+        " * 64 bytes is fastest) that does not refer to them afterwards. {0}_run_prepared then\n"
+        " * runs the layer on it, where {0}_run rearranges them on every call. The block is "
+        "read\n"
+        " * only: concurrent calls may share it. {0}_prepare returns MHAC_OK or\n"
+        " * MHAC_ERROR_NULL_POINTER; {0}_run_prepared returns what {0}_run does, except\n"
+        " * MHAC_ERROR_OUT_OF_MEMORY, which it never needs. */\n",
+        layer.cName());
+  else
+    out += fmt::format(
+        "/* Prepared parameters. {0}_prepare copies the weights and biases, on `stream`, into\n"
+        " * a block of {0}_PREPARED_BYTES bytes of device memory (256-byte aligned, as\n"
+        " * cudaMalloc's), which {0}_run_prepared then reads instead of them; the kernels read\n"
+        " * PyTorch's layout, so {0}_run takes the weights where they are. The block is read\n"
+        " * only: concurrent calls may share it. Both return what {0}_run does. */\n",
+        layer.cName());
   out +=
       fmt::format("#define {}_PREPARED_BYTES ((size_t){})\n", layer.cName(), layer.preparedBytes);
   auto pointerParameters = [&](EntryKind kind) {
@@ -101,12 +112,21 @@ void emitPrepared(std::string &out, const LayerABI &layer, const std::vector<std
       out += (i ? ",\n" + indent : "") + params[i];
     out += ");\n";
   };
-  declare(layer.cName() + "_prepare", pointerParameters(EntryKind::Prepare));
+  std::vector<std::string> prepareParams = pointerParameters(EntryKind::Prepare);
   std::vector<std::string> params = pointerParameters(EntryKind::RunPrepared);
   for (const std::string &size : sizes)
     params.push_back("int64_t " + size);
+  if (!layer.device.empty()) {
+    prepareParams.push_back("void *stream");
+    params.push_back("void *stream");
+  }
+  declare(layer.cName() + "_prepare", prepareParams);
   declare(layer.cName() + "_run_prepared", params);
-  out += "/* The same with run_packed's array of tensors (entries not needed are not read). */\n";
+  out += layer.device.empty()
+             ? "/* The same with run_packed's array of tensors (entries not needed are not "
+               "read). */\n"
+             : "/* The same with run_packed's array of tensors (entries not needed are not "
+               "read),\n * on the default stream. */\n";
   out += fmt::format("int32_t {}_prepare_packed(void *const *tensors, void *prepared);\n",
                      layer.cName());
   out += fmt::format("int32_t {}_run_prepared_packed(void *const *tensors, const void *prepared,\n"
@@ -130,8 +150,9 @@ void emitLayer(std::string &out, const LayerABI &layer) {
   emitSchedule(out, layer);
   const char *element = layer.bf16 ? "uint16_t" : "float";
   out += fmt::format(
-      "/* Layer {}: {}, {}.\n", layer.name, layer.cross ? "cross-attention" : "self-attention",
-      layer.bf16 ? "bf16 (raw bfloat16 bits in uint16_t; accumulation in f32)" : "f32");
+      "/* Layer {}: {}, {}{}.\n", layer.name, layer.cross ? "cross-attention" : "self-attention",
+      layer.bf16 ? "bf16 (raw bfloat16 bits in uint16_t; accumulation in f32)" : "f32",
+      layer.device.empty() ? "" : ", on a CUDA GPU (" + layer.device + ")");
   out += fmt::format(" *   model_dim {}, heads {} of head_dim {}, kv_heads {}{}\n", layer.modelDim,
                      layer.heads, layer.headDim, layer.kvHeads,
                      layer.cross ? fmt::format(", kv_dim {}", layer.kvDim) : "");
@@ -140,20 +161,38 @@ void emitLayer(std::string &out, const LayerABI &layer) {
   out += fmt::format(" *   {}{}{}, scale {}\n", layer.bias ? "biases" : "no biases",
                      layer.causal ? ", causal (bottom-right aligned)" : "",
                      layer.kvLens ? ", keys masked by kv_lens" : "", layer.scale);
-  out += " *\n * Tensors, row-major and batch first:\n";
+  out += layer.device.empty() ? " *\n * Tensors, row-major and batch first:\n"
+                              : " *\n * Tensors, in CUDA device memory, row-major and batch "
+                                "first:\n";
   size_t width = 0;
   for (const TensorABI &tensor : layer.tensors)
     width = std::max(width, tensor.name.size());
   for (const TensorABI &tensor : layer.tensors)
     out += fmt::format(" *   {:<{}}  {:<22} {}\n", tensor.name, width, formatShape(layer, tensor),
                        describeTensor(tensor.name));
-  out += " *\n * Returns MHAC_OK, or MHAC_ERROR_NULL_POINTER for a NULL tensor,\n"
-         " * MHAC_ERROR_OUT_OF_MEMORY when the prepared parameters cannot be allocated";
-  if (layer.hasDynamicSizes())
-    out += ",\n * MHAC_ERROR_BAD_SIZE for a size that is not in [1, 2147483647]";
-  if (layer.kvLens)
-    out += ",\n * MHAC_ERROR_BAD_KV_LENS for a kv_lens entry outside [0, kv_seq]";
-  out += ".\n * `out` must not overlap the other tensors. Calls share no state.\n */\n";
+  if (layer.device.empty()) {
+    out += " *\n * Returns MHAC_OK, or MHAC_ERROR_NULL_POINTER for a NULL tensor,\n"
+           " * MHAC_ERROR_OUT_OF_MEMORY when the prepared parameters cannot be allocated";
+    if (layer.hasDynamicSizes())
+      out += ",\n * MHAC_ERROR_BAD_SIZE for a size that is not in [1, 2147483647]";
+    if (layer.kvLens)
+      out += ",\n * MHAC_ERROR_BAD_KV_LENS for a kv_lens entry outside [0, kv_seq]";
+    out += ".\n * `out` must not overlap the other tensors. Calls share no state.\n */\n";
+  } else {
+    out += " *\n * The call queues the layer's kernels on `stream` (a CUstream; NULL: the default\n"
+           " * stream) and returns, as a kernel launch does: synchronize with the stream before\n"
+           " * reading `out`. It returns MHAC_OK once they are queued, or\n"
+           " * MHAC_ERROR_NULL_POINTER for a NULL tensor";
+    if (layer.hasDynamicSizes())
+      out += ",\n * MHAC_ERROR_BAD_SIZE for a size that is not in [1, 2147483647]";
+    out += ",\n * MHAC_ERROR_OUT_OF_MEMORY when its workspace cannot be allocated,\n"
+           " * MHAC_ERROR_NO_DEVICE without an NVIDIA driver or GPU, MHAC_ERROR_DRIVER when the\n"
+           " * driver fails (mhac_cuda_last_error() says how). The kernels load on the first\n"
+           " * call, into the current CUDA context (or device 0's primary context).";
+    if (layer.kvLens)
+      out += "\n * kv_lens entries outside [0, kv_seq] count as the nearest end.";
+    out += "\n * `out` must not overlap the other tensors. Calls share no state.\n */\n";
+  }
 
   out += fmt::format("int32_t {}_run(", layer.cName());
   std::string indent(layer.cName().size() + 13, ' ');
@@ -170,14 +209,16 @@ void emitLayer(std::string &out, const LayerABI &layer) {
     sizes.push_back("kv_seq");
   for (const std::string &size : sizes)
     params.push_back("int64_t " + size);
+  if (!layer.device.empty())
+    params.push_back("void *stream");
   for (size_t i = 0; i < params.size(); ++i)
     out += (i ? ",\n" + indent : "") + params[i];
   out += ");\n\n";
 
-  out +=
-      fmt::format("/* The same, with the tensors in an array of {} pointers in the order above "
-                  "and the\n * run-time sizes in `sizes` (may be NULL when there are none). */\n",
-                  layer.tensors.size());
+  out += fmt::format("/* The same, with the tensors in an array of {} pointers in the order above "
+                     "and the\n * run-time sizes in `sizes` (may be NULL when there are none){}. "
+                     "*/\n",
+                     layer.tensors.size(), layer.device.empty() ? "" : ", on the default stream");
   out += fmt::format("int32_t {}_run_packed(void *const *tensors, const mhac_sizes *sizes);\n\n",
                      layer.cName());
   emitPrepared(out, layer, sizes);
@@ -217,9 +258,12 @@ std::string emitHeader(llvm::ArrayRef<LayerABI> layers, const std::string &guard
   std::string out;
   out += fmt::format("/* Generated by mhac {} from {}. Do not edit.\n *\n", MHAC_VERSION,
                      llvm::sys::path::filename(source).str());
-  out += " * Link the object with mhac's runtime library (-lmhac_runtime) and the C library.\n"
-         " * A call runs its parallel loops on the runtime's thread pool\n"
-         " * (mhac_set_num_threads); calls share no state. */\n\n";
+  out += " * Link the object with mhac's runtime library (-lmhac_runtime) and the C library.\n";
+  out += layers.empty() || layers[0].device.empty()
+             ? " * A call runs its parallel loops on the runtime's thread pool\n"
+               " * (mhac_set_num_threads); calls share no state. */\n\n"
+             : " * The kernels run on a CUDA GPU: the runtime loads the driver (libcuda.so.1)\n"
+               " * on the first call, so nothing links CUDA. */\n\n";
   out += fmt::format("#ifndef {0}\n#define {0}\n\n", guard);
   out += "#include <stddef.h>\n#include <stdint.h>\n\n#include <mhac/runtime.h>\n\n";
   out += "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";

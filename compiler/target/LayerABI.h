@@ -55,6 +55,9 @@ struct LayerABI {
   int64_t preparedBytes = 0;
   /// The schedule the layer is compiled with, as its block of a schedule file.
   std::string schedule;
+  /// Empty for a CPU layer; for a CUDA layer its target ("cuda:sm_80"): its tensors are then
+  /// device memory, and its entry points take a stream.
+  std::string device;
 
   bool hasDynamicSizes() const;
 };

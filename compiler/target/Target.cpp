@@ -15,6 +15,7 @@
 #include "llvm/TargetParser/Triple.h"
 #include "llvm/TargetParser/X86TargetParser.h"
 
+#include <cstring>
 #include <optional>
 
 #include <unistd.h>
@@ -64,6 +65,39 @@ static void readHostCaches(CpuTarget &target) {
     target.l2Bytes = l2;
 }
 
+/// The chips mhac generates CUDA code for, with the shared memory a block may opt in to.
+struct CudaChip {
+  const char *name;
+  int64_t sharedBytes;
+};
+constexpr CudaChip kCudaChips[] = {
+    {"sm_80", 163 * 1024}, {"sm_86", 99 * 1024},  {"sm_87", 163 * 1024},
+    {"sm_89", 99 * 1024},  {"sm_90", 227 * 1024},
+};
+
+/// `cuda:CHIP`: the GPU, launched from plain x86-64 host code.
+static Expected<CpuTarget> resolveCudaTarget(const std::string &name) {
+  StringRef chip = StringRef(name).drop_front(strlen("cuda:"));
+  for (const CudaChip &known : kCudaChips) {
+    if (chip != known.name)
+      continue;
+    CpuTarget target = baselineCpuTarget();
+    target.name = name;
+    CudaDevice device;
+    device.chip = known.name;
+    device.sharedBytes = known.sharedBytes;
+    target.cuda = device;
+    return target;
+  }
+  std::string chips;
+  for (const CudaChip &known : kCudaChips)
+    chips += std::string(chips.empty() ? "" : ", ") + "cuda:" + known.name;
+  return createStringError(inconvertibleErrorCode(),
+                           "unknown CUDA target '%s' (expected one of %s: tensor-core GPUs from "
+                           "Ampere on)",
+                           name.c_str(), chips.c_str());
+}
+
 Expected<CpuTarget> resolveCpuTarget(const std::string &name) {
   if (name == "host") {
     CpuTarget host = cpuTarget("host", sys::getHostCPUName(), sys::getHostCPUFeatures());
@@ -71,10 +105,7 @@ Expected<CpuTarget> resolveCpuTarget(const std::string &name) {
     return host;
   }
   if (name.rfind("cuda:", 0) == 0)
-    return createStringError(inconvertibleErrorCode(),
-                             "target '%s' is not supported yet: this version of mhac generates "
-                             "code for x86-64 CPUs only",
-                             name.c_str());
+    return resolveCudaTarget(name);
   std::optional<StringMap<bool>> features = featuresOfCpu(name);
   if (!features)
     return createStringError(inconvertibleErrorCode(),

@@ -24,8 +24,7 @@ namespace mhac {
 
 /// Resolves a `--target` value: `host` (the default), an x86-64 CPU as LLVM names it
 /// (`x86-64-v3` for AVX2, `x86-64-v4` for AVX-512, `znver4`, `sapphirerapids`, ...), which
-/// must have AVX2 and FMA. CUDA targets are rejected with a message saying they are not built
-/// yet.
+/// must have AVX2 and FMA, or `cuda:sm_NN`, a CUDA GPU launched from plain x86-64 code.
 llvm::Expected<CpuTarget> resolveCpuTarget(const std::string &name);
 
 /// The target `name` for a CPU that LLVM calls `cpu`, with `features` (as LLVM detects them on

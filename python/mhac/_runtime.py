@@ -15,7 +15,7 @@ import threading
 from ._errors import Error, RunError
 
 #: MHAC_ABI_VERSION of mhac/runtime.h: the layout of `LayerInfo` below.
-ABI_VERSION = 4
+ABI_VERSION = 5
 DYNAMIC = -1
 DTYPE_F32 = 0
 DTYPE_BF16 = 1
@@ -47,6 +47,7 @@ class LayerInfo(ctypes.Structure):
         ("run_prepared_packed", ctypes.c_void_p),
         ("cpu_features", ctypes.c_char_p),
         ("schedule", ctypes.c_char_p),
+        ("device", ctypes.c_char_p),
     ]
 
 

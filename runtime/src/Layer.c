@@ -24,6 +24,10 @@ const char *mhac_status_string(int32_t status) {
     return "the layer was compiled for another version of the mhac ABI";
   case MHAC_ERROR_UNSUPPORTED_CPU:
     return "this CPU lacks a feature the layer was compiled for";
+  case MHAC_ERROR_NO_DEVICE:
+    return "no NVIDIA driver or no CUDA GPU";
+  case MHAC_ERROR_DRIVER:
+    return "the CUDA driver reported an error";
   default:
     return "unknown status";
   }
@@ -57,20 +61,30 @@ int32_t mhac_layer_prepare(const mhac_layer *layer, void *const *tensors, void *
   int32_t status = check(layer);
   if (status != MHAC_OK)
     return status;
-  void *block = mhac_alloc((size_t)layer->prepared_bytes);
-  if (!block)
+  void *block = NULL;
+  if (layer->device) {
+    status = mhac_cuda_malloc(&block, (size_t)layer->prepared_bytes);
+    if (status != MHAC_OK)
+      return status;
+  } else if (!(block = mhac_alloc((size_t)layer->prepared_bytes))) {
     return MHAC_ERROR_OUT_OF_MEMORY;
+  }
   status = layer->prepare_packed(tensors, block);
+  if (status == MHAC_OK && layer->device)
+    status = mhac_cuda_synchronize(NULL);
   if (status != MHAC_OK) {
-    mhac_free(block);
+    if (layer->device)
+      mhac_cuda_free(block);
+    else
+      mhac_free(block);
     return status;
   }
   *prepared = block;
   return MHAC_OK;
 }
 
-int32_t mhac_layer_run_prepared(const mhac_layer *layer, void *const *tensors,
-                                const void *prepared, const mhac_sizes *sizes) {
+int32_t mhac_layer_run_prepared(const mhac_layer *layer, void *const *tensors, const void *prepared,
+                                const mhac_sizes *sizes) {
   if (!layer)
     return MHAC_ERROR_INVALID_ARGUMENT;
   if (layer->abi_version != MHAC_ABI_VERSION)

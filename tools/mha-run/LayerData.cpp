@@ -259,35 +259,90 @@ LayerCall::LayerCall(const mhac_layer &layer, const LayerData &data)
   } else {
     pointers_.push_back(out_.data());
   }
+  // A CUDA layer gets device copies of everything: each tensor's bytes follow from its host
+  // vector (the last pointer is the output).
+  if (layer.device) {
+    size_t element = bf16 ? sizeof(uint16_t) : sizeof(float);
+    for (const std::vector<float> *tensor : tensors)
+      bytes_.push_back(tensor->size() * element);
+    if (layer.kv_lens)
+      bytes_.push_back(data.kvLens.size() * sizeof(int32_t));
+    bytes_.push_back(data.outputSize() * element);
+    deviceStatus_ = upload();
+  }
 }
 
-LayerCall::~LayerCall() { mhac_free(prepared_); }
+int32_t LayerCall::upload() {
+  for (size_t i = 0; i < pointers_.size(); ++i) {
+    void *device = nullptr;
+    if (int32_t status = mhac_cuda_malloc(&device, bytes_[i]))
+      return status;
+    devicePointers_.push_back(device);
+    if (i + 1 < pointers_.size())
+      if (int32_t status = mhac_cuda_copy_to_device(device, pointers_[i], bytes_[i]))
+        return status;
+  }
+  return MHAC_OK;
+}
+
+LayerCall::~LayerCall() {
+  for (void *device : devicePointers_)
+    mhac_cuda_free(device);
+  if (layer_.device)
+    mhac_cuda_free(prepared_);
+  else
+    mhac_free(prepared_);
+}
+
+int32_t LayerCall::finish(int32_t status) {
+  if (status == MHAC_OK && layer_.device)
+    status = mhac_cuda_synchronize(nullptr);
+  return status;
+}
 
 int32_t LayerCall::run() {
   if (static_cast<int32_t>(pointers_.size()) != layer_.num_tensors)
     return MHAC_ERROR_INVALID_ARGUMENT;
-  return mhac_layer_run(&layer_, pointers_.data(), &sizes_);
+  if (deviceStatus_)
+    return deviceStatus_;
+  return finish(mhac_layer_run(&layer_, arguments(), &sizes_));
 }
 
 int32_t LayerCall::prepare() {
   if (static_cast<int32_t>(pointers_.size()) != layer_.num_tensors)
     return MHAC_ERROR_INVALID_ARGUMENT;
-  mhac_free(prepared_);
+  if (deviceStatus_)
+    return deviceStatus_;
+  if (layer_.device)
+    mhac_cuda_free(prepared_);
+  else
+    mhac_free(prepared_);
   prepared_ = nullptr;
-  return mhac_layer_prepare(&layer_, pointers_.data(), &prepared_);
+  return mhac_layer_prepare(&layer_, arguments(), &prepared_);
 }
 
-int32_t LayerCall::runPrepared() {
+int32_t LayerCall::queuePrepared() {
   if (!prepared_)
     return MHAC_ERROR_INVALID_ARGUMENT;
-  return mhac_layer_run_prepared(&layer_, pointers_.data(), prepared_, &sizes_);
+  return mhac_layer_run_prepared(&layer_, arguments(), prepared_, &sizes_);
 }
 
+int32_t LayerCall::runPrepared() { return finish(queuePrepared()); }
+
 std::vector<float> LayerCall::output() const {
+  std::vector<float> out = out_;
+  std::vector<uint16_t> outBF16 = outBF16_;
+  if (layer_.device) {
+    void *host = layer_.dtype == MHAC_DTYPE_BF16 ? static_cast<void *>(outBF16.data())
+                                                 : static_cast<void *>(out.data());
+    // A failed copy leaves NaNs, which no check passes.
+    if (mhac_cuda_copy_to_host(host, devicePointers_.back(), bytes_.back()) != MHAC_OK)
+      std::fill(out.begin(), out.end(), std::nanf(""));
+  }
   if (layer_.dtype != MHAC_DTYPE_BF16)
-    return out_;
-  std::vector<float> widened(outBF16_.size());
-  std::transform(outBF16_.begin(), outBF16_.end(), widened.begin(), io::bf16ToFloat);
+    return out;
+  std::vector<float> widened(outBF16.size());
+  std::transform(outBF16.begin(), outBF16.end(), widened.begin(), io::bf16ToFloat);
   return widened;
 }
 

@@ -53,11 +53,22 @@ public:
   int32_t prepare();
   /// One call on the prepared parameters; returns its mhac_status.
   int32_t runPrepared();
+  /// The same, for a CUDA layer only queued on the default stream (for timing with events).
+  int32_t queuePrepared();
   /// The output of the last call.
   std::vector<float> output() const;
   mhac_sizes sizes() const { return sizes_; }
 
 private:
+  /// Copies the tensors of a CUDA layer to the device; returns an mhac_status.
+  int32_t upload();
+  /// `status`, or for a CUDA layer the status of the work queued on the default stream.
+  int32_t finish(int32_t status);
+  /// The pointers the layer takes: the host tensors, or for a CUDA layer their device copies.
+  void *const *arguments() const {
+    return layer_.device ? devicePointers_.data() : pointers_.data();
+  }
+
   const mhac_layer &layer_;
   std::vector<std::vector<uint16_t>> bf16_; ///< bf16 copies of the inputs of a bf16 layer
   std::vector<const void *> inputs_;
@@ -66,6 +77,11 @@ private:
   std::vector<void *> pointers_;
   void *prepared_ = nullptr;
   mhac_sizes sizes_;
+  /// A CUDA layer's device copies of pointers_, their sizes in bytes, and whether making them
+  /// failed (an mhac_status).
+  std::vector<void *> devicePointers_;
+  std::vector<size_t> bytes_;
+  int32_t deviceStatus_ = MHAC_OK;
 };
 
 /// The float64 reference output for `data`.

@@ -54,6 +54,14 @@ const mhac_layer *selectLayer(const mhac_module *module, const RunOptions &optio
   return nullptr;
 }
 
+/// What went wrong in a call that returned `status`, with the driver's message for CUDA.
+std::string describeStatus(int32_t status) {
+  std::string text = mhac_status_string(status);
+  if (status == MHAC_ERROR_NO_DEVICE || status == MHAC_ERROR_DRIVER)
+    text += fmt::format(" ({})", mhac_cuda_last_error());
+  return text;
+}
+
 /// The machine's peak in GFLOP/s, when MHAC_PEAK_GFLOPS gives it.
 std::optional<double> knownPeak() {
   const char *text = std::getenv("MHAC_PEAK_GFLOPS");
@@ -66,6 +74,30 @@ std::optional<double> knownPeak() {
   return peak;
 }
 
+/// The GPU's peak in GFLOP/s for the CUDA kernels' f32 FMAs (2 FLOPs per lane and clock: 64
+/// lanes per SM on sm_80, 128 on the later chips), with a description; nothing without a GPU.
+std::optional<std::pair<double, std::string>> gpuPeak() {
+  mhac_cuda_device_info info;
+  if (mhac_cuda_device(&info) != MHAC_OK)
+    return std::nullopt;
+  int lanes = info.major == 8 && info.minor == 0 ? 64 : 128;
+  double peak = 2.0 * lanes * info.multiprocessors * info.clock_khz * 1e-6;
+  return std::pair{peak, fmt::format("{}'s f32 FMA peak, {:.1f} TFLOP/s", info.name, peak / 1e3)};
+}
+
+/// Seconds of one call on prepared parameters: on the CPU's clock, or between CUDA events.
+double timeCall(LayerCall &call, const mhac_layer &layer) {
+  if (!layer.device) {
+    auto before = std::chrono::steady_clock::now();
+    call.runPrepared();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
+  }
+  double milliseconds = 0;
+  auto queue = [](void *closure) { return static_cast<LayerCall *>(closure)->queuePrepared(); };
+  mhac_cuda_time_calls(queue, &call, 1, &milliseconds);
+  return milliseconds * 1e-3;
+}
+
 void bench(LayerCall &call, const mhac_layer &layer, long calls) {
   using Clock = std::chrono::steady_clock;
   std::vector<double> seconds;
@@ -73,10 +105,8 @@ void bench(LayerCall &call, const mhac_layer &layer, long calls) {
   bool reported = false;
   bool interactive = isatty(STDERR_FILENO);
   for (long i = 0; i < calls; ++i) {
-    auto before = Clock::now();
-    call.runPrepared();
+    seconds.push_back(timeCall(call, layer));
     auto after = Clock::now();
-    seconds.push_back(std::chrono::duration<double>(after - before).count());
     // A progress line on a terminal once the benchmark has run for a second, refreshed twice
     // a second.
     if (interactive && after - start > std::chrono::seconds(1) &&
@@ -95,6 +125,8 @@ void bench(LayerCall &call, const mhac_layer &layer, long calls) {
   std::string peak;
   if (std::optional<double> known = knownPeak())
     peak = fmt::format(", {:.0f}% of peak", 100 * gflops / *known);
+  else if (auto device = layer.device ? gpuPeak() : std::nullopt)
+    peak = fmt::format(", {:.0f}% of {}", 100 * gflops / device->first, device->second);
   fmt::print("{}: {} calls: median {:.3f} ms (min {:.3f}, max {:.3f}), {:.1f} GFLOP/s{}\n",
              layer.name, seconds.size(), median * 1e3, seconds.front() * 1e3, seconds.back() * 1e3,
              gflops, peak);
@@ -130,6 +162,9 @@ int run(const RunOptions &options) {
                                   : makeRandomData(*layer, options, data);
   if (!ready)
     return kFailure;
+  if (!options.measureReference.empty() && layer->device)
+    return failure(fmt::format("--measure probes CPU schedules; layer '{}' runs on {}", layer->name,
+                               layer->device));
   if (!options.measureReference.empty())
     return measure(*layer, data, options);
   if (options.threads)
@@ -137,14 +172,14 @@ int run(const RunOptions &options) {
 
   LayerCall call(*layer, data);
   if (int32_t status = call.run())
-    return failure(fmt::format("layer '{}' failed: {}", layer->name, mhac_status_string(status)));
+    return failure(fmt::format("layer '{}' failed: {}", layer->name, describeStatus(status)));
   std::vector<float> out = call.output();
   // The other way to call a layer, on parameters prepared once: --check and --bench use it too,
   // and it must give the very same bits.
   if (options.check || options.bench) {
     if (int32_t status = call.prepare(); status || (status = call.runPrepared()))
       return failure(fmt::format("layer '{}' failed on prepared parameters: {}", layer->name,
-                                 mhac_status_string(status)));
+                                 describeStatus(status)));
     if (call.output() != out)
       return failure(
           fmt::format("layer '{}': a run on prepared parameters differs from a run", layer->name));

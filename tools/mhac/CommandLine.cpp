@@ -64,7 +64,8 @@ cl::opt<std::string> target("target", cl::value_desc("T[,T...]"), cl::init("host
                                      "(AVX2), x86-64-v4 (AVX-512), or an x86-64 CPU with AVX2 "
                                      "as LLVM names it (znver4, sapphirerapids, ...); several, "
                                      "comma-separated, give one object whose functions run the "
-                                     "best variant the running CPU supports"));
+                                     "best variant the running CPU supports; or a CUDA GPU, "
+                                     "cuda:sm_80 or cuda:sm_90 (device pointers and a stream)"));
 
 cl::opt<std::string> schedule("schedule", cl::value_desc("FILE[,FILE...]"), cl::sub(compileCommand),
                               cl::cat(compileCategory),
@@ -108,6 +109,10 @@ cl::opt<EmitStage> emit(
                    "projections as linalg matmuls, attention as blocked loops"),
         clEnumValN(EmitStage::LLVMDialect, "llvm-mlir",
                    "the LLVM dialect, after the schedule, bufferization and vector lowering"),
+        clEnumValN(EmitStage::Gpu, "gpu",
+                   "CUDA targets: the layers' kernels in the gpu dialect, specialized"),
+        clEnumValN(EmitStage::Nvvm, "nvvm", "CUDA targets: the kernels in the NVVM dialect"),
+        clEnumValN(EmitStage::Ptx, "ptx", "CUDA targets: the kernels' PTX"),
         clEnumValN(EmitStage::LLVMIR, "llvm", "LLVM IR with the C entry points, optimized (O3)"),
         clEnumValN(EmitStage::Assembly, "asm", "the target's assembly"),
         clEnumValN(EmitStage::Object, "obj", "the object file (binary; redirect it)")));
@@ -334,6 +339,39 @@ std::optional<CompileOptions> compileOptions() {
     return std::nullopt;
   }
   options.backend = backend;
+  auto stageName = [&] {
+    return emit.getParser().getOption(static_cast<unsigned>(*options.emit)).str();
+  };
+  bool cuda = llvm::any_of(options.targets,
+                           [](const std::string &t) { return StringRef(t).starts_with("cuda:"); });
+  if (cuda && options.targets.size() > 1) {
+    usageError(fmt::format("--target '{}': a CUDA target is compiled on its own; give one "
+                           "--target per object",
+                           target.getValue()));
+    return std::nullopt;
+  }
+  if (cuda && backend == Backend::Halide) {
+    usageError("the Halide backend generates CPU code; --target cuda:* compiles through the "
+               "MLIR backend");
+    return std::nullopt;
+  }
+  if (cuda)
+    options.backend = Backend::Cuda;
+  bool cpuStage = options.emit &&
+                  (*options.emit == EmitStage::Linalg || *options.emit == EmitStage::LLVMDialect);
+  bool cudaStage =
+      options.emit && *options.emit >= EmitStage::Gpu && *options.emit <= EmitStage::Ptx;
+  if (cuda && cpuStage) {
+    usageError(fmt::format("--emit={} is a stage of CPU targets; for --target {}, emit ast, "
+                           "schedule, mha, gpu, nvvm, ptx, llvm, asm or obj",
+                           stageName(), options.targets[0]));
+    return std::nullopt;
+  }
+  if (!cuda && cudaStage) {
+    usageError(fmt::format("--emit={} is a stage of CUDA targets (--target cuda:sm_80, ...)",
+                           stageName()));
+    return std::nullopt;
+  }
   if (backend == Backend::Halide && options.emit && *options.emit > EmitStage::Schedule &&
       *options.emit < EmitStage::LLVMIR) {
     usageError(fmt::format("--emit={} is a stage of the MLIR backend; with --backend halide, "

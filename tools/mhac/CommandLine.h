@@ -19,7 +19,20 @@
 namespace mhac {
 
 /// The stage `mhac compile --emit` prints, in pipeline order.
-enum class EmitStage { AST, Schedule, Mha, Linalg, LLVMDialect, LLVMIR, Assembly, Object };
+/// Linalg and LLVMDialect are stages of CPU targets; Gpu, Nvvm and Ptx of CUDA targets.
+enum class EmitStage {
+  AST,
+  Schedule,
+  Mha,
+  Linalg,
+  LLVMDialect,
+  Gpu,
+  Nvvm,
+  Ptx,
+  LLVMIR,
+  Assembly,
+  Object
+};
 
 struct CompileOptions {
   std::string inputPath; ///< `-` reads standard input
@@ -28,7 +41,7 @@ struct CompileOptions {
   /// NAME of the outputs; defaults to the input's stem. With `emit`, the file to print to.
   std::string outputName;
   /// The CPUs to generate code for; with several, one object holds a variant for each and
-  /// picks one at run time (see VariantDispatch.h).
+  /// picks one at run time (see VariantDispatch.h). Or one CUDA GPU (`cuda:sm_NN`).
   std::vector<std::string> targets = {"host"};
   /// A schedule file per target, in the order of `targets`; empty: the targets' defaults.
   std::vector<std::string> schedulePaths;

@@ -10,6 +10,8 @@
 #include "tools/mhac/LayerCompiler.h"
 
 #include "compiler/frontend/MLIRGen.h"
+#include "compiler/gpu/CudaHost.h"
+#include "compiler/gpu/CudaKernels.h"
 #include "compiler/schedules/ScheduleFile.h"
 #include "compiler/target/CodeEmitter.h"
 #include "compiler/target/EntryPoints.h"
@@ -70,6 +72,56 @@ Error compileHalideUnit(Unit &unit, mlir::TimingScope &timing,
     return module.takeError();
   raw_svector_ostream out(unit.bitcode);
   WriteBitcodeToFile(**module, out);
+  return Error::success();
+}
+
+/// Compiles `unit` for its CUDA target: the kernels through MLIR's GPU pipeline to device code,
+/// embedded in host code that launches them (CudaHost.h).
+Error compileCudaUnit(Unit &unit, mlir::TimingScope &timing,
+                      const std::function<void(const char *)> &enter) {
+  const TargetPlan &plan = *unit.plan;
+  const CudaDevice &device = *plan.target.cuda;
+  mlir::DialectRegistry registry;
+  registerCudaDialects(registry);
+  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
+  context.loadAllAvailableDialects();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::ModuleOp::create(mlir::UnknownLoc::get(&context));
+  enter("kernels");
+  mlir::TimingScope kernelScope = timing.nest("CUDA kernels, device code");
+  auto kernels = addLayerKernels(*module, *unit.layer, plan.schedules.at(unit.layer->name));
+  if (!kernels)
+    return kernels.takeError();
+  enter("device code");
+  DeviceCodeFormat format =
+      findCudaToolkit().empty() ? DeviceCodeFormat::Ptx : DeviceCodeFormat::Fatbin;
+  if (Error error = lowerToDeviceCode(*module, device, format))
+    return error;
+  auto image = deviceImage(*module, deviceModuleName(*unit.layer));
+  if (!image)
+    return image.takeError();
+  kernelScope.stop();
+
+  enter("host code");
+  mlir::TimingScope hostScope = timing.nest("CUDA host code, entry points");
+  auto machine = createTargetMachine(plan.target);
+  if (!machine)
+    return machine.takeError();
+  LLVMContext llvmContext;
+  Module host(unit.layer->name, llvmContext);
+  host.setTargetTriple((*machine)->getTargetTriple());
+  host.setDataLayout((*machine)->createDataLayout());
+  unit.abi.device = plan.target.name;
+  for (TensorABI &tensor : unit.abi.tensors)
+    if (tensor.isParameter)
+      appendPrepared(unit.abi, tensor, tensor.shape, unit.abi.bf16 ? 2 : 4);
+  if (Error error = addCudaHostCode(host, unit.abi, *kernels, *image))
+    return error;
+  if (Error error = addEntryPoints(host, ArrayRef(unit.abi), plan.target.features,
+                                   KernelConvention::CudaLaunches))
+    return error;
+  raw_svector_ostream out(unit.bitcode);
+  WriteBitcodeToFile(host, out);
   return Error::success();
 }
 
@@ -143,8 +195,9 @@ void runUnits(std::vector<Unit> &units, const LayerCompilation &compilation,
       unit.step = step;
       report();
     };
-    Error error = compilation.backend == Backend::Halide
-                      ? compileHalideUnit(unit, timing, enter)
+    Error error = compilation.backend == Backend::Halide ? compileHalideUnit(unit, timing, enter)
+                  : compilation.backend == Backend::Cuda
+                      ? compileCudaUnit(unit, timing, enter)
                       : compileUnit(unit, compilation, threadedContext, timing, enter);
     if (error)
       unit.error = toString(std::move(error));

@@ -9,6 +9,7 @@
 #include "compiler/frontend/AST.h"
 #include "compiler/frontend/Parser.h"
 #include "compiler/frontend/Sema.h"
+#include "compiler/gpu/CudaKernels.h"
 #include "compiler/pipeline/CpuPipeline.h"
 #include "compiler/schedules/Knobs.h"
 #include "compiler/schedules/ScheduleFile.h"
@@ -189,6 +190,40 @@ private:
   std::string error_;
 };
 
+/// Prints a stage of the CUDA kernels of `layers`: specialized (gpu dialect), in NVVM, or PTX.
+static int emitCudaStage(EmitStage stage, const std::vector<LayerSpec> &layers,
+                         const TargetPlan &plan, EmitOutput &emitted, StageProgress &progress) {
+  mlir::DialectRegistry registry;
+  registerCudaDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::ModuleOp::create(mlir::UnknownLoc::get(&context));
+  progress.stage("specializing the kernels");
+  for (const LayerSpec &layer : layers)
+    if (auto kernels = addLayerKernels(*module, layer, plan.schedules.at(layer.name)); !kernels)
+      return fail(llvm::toString(kernels.takeError()));
+  if (stage == EmitStage::Nvvm) {
+    progress.stage("lowering the kernels to NVVM");
+    if (llvm::Error error = lowerToNVVM(*module, *plan.target.cuda))
+      return fail(llvm::toString(std::move(error)));
+  }
+  if (stage == EmitStage::Ptx) {
+    progress.stage("compiling the kernels to PTX");
+    if (llvm::Error error = lowerToDeviceCode(*module, *plan.target.cuda, DeviceCodeFormat::Ptx))
+      return fail(llvm::toString(std::move(error)));
+    for (const LayerSpec &layer : layers) {
+      auto ptx = deviceImage(*module, deviceModuleName(layer));
+      if (!ptx)
+        return fail(llvm::toString(ptx.takeError()));
+      emitted.os() << "// layer " << layer.name << "\n" << *ptx;
+    }
+    return emitted.done();
+  }
+  (*module)->print(emitted.os());
+  return emitted.done();
+}
+
 /// Prints one of the stages before LLVM IR (the schedule file, or the module in the mha
 /// dialect, after lowering to linalg, or in the LLVM dialect) for one target.
 static int emitMlirStage(EmitStage stage, const std::vector<LayerSpec> &layers,
@@ -202,6 +237,8 @@ static int emitMlirStage(EmitStage stage, const std::vector<LayerSpec> &layers,
     emitted.os() << printScheduleFile(ordered, displayName, plan.target, backend);
     return emitted.done();
   }
+  if (stage >= EmitStage::Gpu)
+    return emitCudaStage(stage, layers, plan, emitted, progress);
   mlir::DialectRegistry registry;
   registerCpuPipelineDialects(registry);
   mlir::MLIRContext context(registry);
@@ -279,6 +316,11 @@ static int compile(const CompileOptions &options) {
       return kFailure;
     plans.push_back({std::move(*target), std::move(*schedules)});
   }
+  if (plans[0].target.cuda && findCudaToolkit().empty() &&
+      (!options.emit || *options.emit >= EmitStage::LLVMIR))
+    std::cerr << "mhac: warning: no CUDA toolkit found (ptxas, at $CUDA_HOME, on PATH or in "
+                 "/usr/local/cuda): the object holds PTX alone, which the driver compiles when "
+                 "a layer first runs\n";
   if (options.emit && *options.emit < EmitStage::LLVMIR)
     return emitMlirStage(*options.emit, *layers, plans[0], options.backend, displayName, *emitted,
                          progress, rootScope);

@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 /* Version of the layout of `mhac_layer`; bumped whenever a field changes. */
-#define MHAC_ABI_VERSION 4
+#define MHAC_ABI_VERSION 5
 
 /* Version of the schedule file format that mhac_layer.schedule is written in. */
 #define MHAC_SCHEDULE_FORMAT 1
@@ -37,6 +37,8 @@ typedef enum mhac_status {
   MHAC_ERROR_INVALID_ARGUMENT = 5, /* any other misuse of a runtime call */
   MHAC_ERROR_ABI_MISMATCH = 6,     /* the layer was compiled for another MHAC_ABI_VERSION */
   MHAC_ERROR_UNSUPPORTED_CPU = 7,  /* this CPU lacks a feature the layer was compiled for */
+  MHAC_ERROR_NO_DEVICE = 8,        /* a CUDA layer found no NVIDIA driver or no GPU */
+  MHAC_ERROR_DRIVER = 9,           /* the CUDA driver failed: see mhac_cuda_last_error() */
 } mhac_status;
 
 /* A one-line description of a status code, for messages; never NULL. */
@@ -84,6 +86,10 @@ typedef struct mhac_layer {
    * one "knob = value" line per knob, "}"), in format MHAC_SCHEDULE_FORMAT. Printed by
    * `mha-run MODULE.so --print-schedule`; `mhac compile --schedule` reads it back. */
   const char *schedule;
+  /* NULL for a CPU layer. For a layer compiled with `--target cuda:sm_NN`, that target
+   * ("cuda:sm_80"): every tensor pointer is then CUDA device memory (kv_lens too), the prepared
+   * block as well, and the packed functions run on the default stream, asynchronously. */
+  const char *device;
 } mhac_layer;
 
 /* FLOPs of one call of `layer` at the given sizes (dynamic ones taken from `sizes`):
@@ -162,15 +168,77 @@ const char *mhac_layer_missing_cpu_feature(const mhac_layer *layer);
 int32_t mhac_layer_run(const mhac_layer *layer, void *const *tensors, const mhac_sizes *sizes);
 
 /* Prepares the weights and biases among `tensors` (see prepare_packed) into a new block from
- * mhac_alloc, stored in *prepared (release it with mhac_free), after the same checks as
- * mhac_layer_run. Prepare once per set of weights;
- * then mhac_layer_run_prepared skips the rearrangement NAME_run does on every call. */
+ * mhac_alloc (for a CUDA layer, device memory from mhac_cuda_malloc, filled before the call
+ * returns), stored in *prepared (release it with mhac_free, or mhac_cuda_free), after the same
+ * checks as mhac_layer_run. Prepare once per set of weights; then mhac_layer_run_prepared skips
+ * the rearrangement NAME_run does on every call. */
 int32_t mhac_layer_prepare(const mhac_layer *layer, void *const *tensors, void **prepared);
 
 /* Runs `layer` on parameters prepared by mhac_layer_prepare, which made the CPU check; see
  * run_prepared_packed. */
 int32_t mhac_layer_run_prepared(const mhac_layer *layer, void *const *tensors, const void *prepared,
                                 const mhac_sizes *sizes);
+
+/*===----------------------------------------------------------------------===*
+ * CUDA
+ *
+ * Layers compiled for `--target cuda:*` run through the CUDA driver, which the runtime loads
+ * with dlopen("libcuda.so.1") on the first call: nothing links CUDA. Their kernels load into
+ * the CUDA context current on the calling thread, or else device 0's primary context (the one
+ * the CUDA runtime and PyTorch use), once per process. With no driver or no GPU, calls return
+ * MHAC_ERROR_NO_DEVICE; a driver error returns MHAC_ERROR_DRIVER, and mhac_cuda_last_error()
+ * says which call failed and why. Streams are CUstream values; NULL is the default stream.
+ *===----------------------------------------------------------------------===*/
+
+/* The message of the last CUDA error of the calling thread ("" when none); never NULL. */
+const char *mhac_cuda_last_error(void);
+
+/* The GPU calls run on, and the facts a peak is computed from. */
+typedef struct mhac_cuda_device_info {
+  char name[256];
+  int32_t major, minor; /* compute capability */
+  int32_t multiprocessors;
+  int32_t clock_khz; /* the SMs' peak clock */
+} mhac_cuda_device_info;
+int32_t mhac_cuda_device(mhac_cuda_device_info *info);
+
+/* Device memory, for programs that drive CUDA layers without the CUDA runtime (mha-run):
+ * allocation, copies to and from the host, and synchronization with a stream. */
+int32_t mhac_cuda_malloc(void **pointer, size_t bytes);
+int32_t mhac_cuda_free(void *pointer);
+int32_t mhac_cuda_copy_to_device(void *device, const void *host, size_t bytes);
+int32_t mhac_cuda_copy_to_host(void *host, const void *device, size_t bytes);
+int32_t mhac_cuda_synchronize(void *stream);
+
+/* Times `count` calls of call(closure), each returning an mhac_status, on the default stream:
+ * *milliseconds is the time between CUDA events recorded before the first and after the last. */
+int32_t mhac_cuda_time_calls(int32_t (*call)(void *closure), void *closure, int32_t count,
+                             double *milliseconds);
+
+/* What generated code uses: its device code (a fatbinary, or PTX ending in NUL) and each kernel
+ * in it, with the handles the runtime loads on first use. */
+typedef struct mhac_cuda_image {
+  const void *data;
+  void *module; /* CUmodule, loaded on first use */
+} mhac_cuda_image;
+typedef struct mhac_cuda_kernel {
+  mhac_cuda_image *image;
+  const char *name;
+  void *function; /* CUfunction, looked up on first use */
+} mhac_cuda_kernel;
+
+/* Launches `kernel` on a grid of grid_x x grid_y blocks of block_x threads, with `shared_bytes`
+ * of dynamic shared memory, on `stream`; `params` as cuLaunchKernel takes them. */
+int32_t mhac_cuda_launch(mhac_cuda_kernel *kernel, int64_t grid_x, int64_t grid_y, int32_t block_x,
+                         int32_t shared_bytes, void *stream, void **params);
+
+/* Device memory ordered on `stream` (the workspace of a call): freed once the work queued
+ * before mhac_cuda_free_async has run. */
+int32_t mhac_cuda_alloc_async(void **pointer, size_t bytes, void *stream);
+int32_t mhac_cuda_free_async(void *pointer, void *stream);
+
+/* Copies `bytes` between device buffers, ordered on `stream`. */
+int32_t mhac_cuda_copy_async(void *destination, const void *source, size_t bytes, void *stream);
 
 /* Every module (object or shared library) written by `mhac compile` defines this weak function,
  * returning its layers as a NULL-terminated array. */

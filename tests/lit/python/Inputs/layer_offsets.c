@@ -16,6 +16,6 @@ int main(int argc, char **argv) {
   FIELD(head_dim); FIELD(kv_heads); FIELD(kv_dim); FIELD(batch); FIELD(seq); FIELD(kv_seq);
   FIELD(cross); FIELD(causal); FIELD(kv_lens); FIELD(bias); FIELD(scale); FIELD(num_tensors);
   FIELD(run_packed); FIELD(prepared_bytes); FIELD(prepare_packed); FIELD(run_prepared_packed);
-  FIELD(cpu_features); FIELD(schedule);
+  FIELD(cpu_features); FIELD(schedule); FIELD(device);
   return 0;
 }

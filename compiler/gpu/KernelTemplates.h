@@ -1,0 +1,42 @@
+//===- KernelTemplates.h - the CUDA kernels, specialized per layer -*- C++ -*-===//
+//
+// Part of mhac. The GPU kernels are written as MLIR (compiler/gpu/kernels/*.mlir, compiled in)
+// with their sizes and tiles as arguments marked `mhac.bind`. A layer's kernel is a copy of
+// its template with those arguments replaced by constants, its `mhac.storage` tensors retyped
+// to the layer's element type, and its `mhac.unroll` loops, whose bounds are then constant,
+// unrolled: the thread tiles' arrays then have constant indices, and live in registers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHAC_COMPILER_GPU_KERNELTEMPLATES_H
+#define MHAC_COMPILER_GPU_KERNELTEMPLATES_H
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Support/LLVM.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <variant>
+
+namespace mhac {
+
+/// What a specialized kernel is made of: the template (a kernel of compiler/gpu/kernels/NAME.mlir
+/// named NAME), the values of its `mhac.bind` arguments, and the `mhac.storage` tensors that
+/// hold bf16 (the others stay f32).
+struct KernelSpecialization {
+  std::string templateName;
+  std::map<std::string, std::variant<int64_t, float>> bindings;
+  std::set<std::string> bf16Tensors;
+};
+
+/// Adds to `module` a kernel `name` made from `specialization`. Fails (with a diagnostic on the
+/// module) when an argument is left unbound, a binding names no argument, or an unrolled loop's
+/// bounds are not constant: all internal errors.
+mlir::FailureOr<mlir::gpu::GPUFuncOp>
+addSpecializedKernel(mlir::gpu::GPUModuleOp module, llvm::StringRef name,
+                     const KernelSpecialization &specialization);
+
+} // namespace mhac
+
+#endif // MHAC_COMPILER_GPU_KERNELTEMPLATES_H
