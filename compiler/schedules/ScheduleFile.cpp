@@ -373,13 +373,17 @@ void checkProvenance(const ScheduleBlock &block, const LayerSpec &layer, const C
 
 std::string printScheduleFile(const std::vector<std::pair<std::string, Schedule>> &schedules,
                               std::string_view source, const CpuTarget &target, Backend backend) {
+  std::string machine = target.cuda ? fmt::format("{} KiB of shared memory per block",
+                                                  target.cuda->sharedBytes / 1024)
+                                    : fmt::format("{}-bit vectors, {} vector registers",
+                                                  target.vectorBits, target.vectorRegisters);
   std::string out = fmt::format(
-      "# Schedules of {} for target {} ({}-bit vectors, {} vector registers){}.\n"
+      "# Schedules of {} for target {} ({}){}.\n"
       "# Edit a knob and compile with --schedule FILE; a knob left out takes the target's\n"
       "# default. docs/schedules.md describes every knob.\n"
       "format = {}\n",
-      source, target.name, target.vectorBits, target.vectorRegisters,
-      backend == Backend::Halide ? ", backend halide" : "", kScheduleFormat);
+      source, target.name, machine, backend == Backend::Halide ? ", backend halide" : "",
+      kScheduleFormat);
   for (const auto &[name, schedule] : schedules)
     out += "\n" + printScheduleBlock("layer", name, schedule, nullptr, backend);
   return out;

@@ -51,6 +51,11 @@ Expected<std::unique_ptr<Module>> translateAndOptimize(mlir::ModuleOp module,
   if (verifyModule(*llvmModule, &problemStream))
     return createStringError(inconvertibleErrorCode(), "invalid LLVM IR: %s", problems.c_str());
 
+  optimizeModule(*llvmModule, machine);
+  return llvmModule;
+}
+
+void optimizeModule(Module &module, TargetMachine &machine) {
   LoopAnalysisManager lam;
   FunctionAnalysisManager fam;
   CGSCCAnalysisManager cgam;
@@ -61,8 +66,7 @@ Expected<std::unique_ptr<Module>> translateAndOptimize(mlir::ModuleOp module,
   builder.registerFunctionAnalyses(fam);
   builder.registerLoopAnalyses(lam);
   builder.crossRegisterProxies(lam, fam, cgam, mam);
-  builder.buildPerModuleDefaultPipeline(OptimizationLevel::O3).run(*llvmModule, mam);
-  return llvmModule;
+  builder.buildPerModuleDefaultPipeline(OptimizationLevel::O3).run(module, mam);
 }
 
 Error emitMachineCode(Module &module, TargetMachine &machine, raw_pwrite_stream &out,

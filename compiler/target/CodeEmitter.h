@@ -33,6 +33,9 @@ llvm::Expected<std::unique_ptr<llvm::Module>> translateAndOptimize(mlir::ModuleO
                                                                    llvm::StringRef tuneCpu,
                                                                    llvm::LLVMContext &context);
 
+/// Runs LLVM's O3 pipeline, tuned for `machine`, on `module`.
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine);
+
 /// Writes `module` as an object file or assembly.
 llvm::Error emitMachineCode(llvm::Module &module, llvm::TargetMachine &machine,
                             llvm::raw_pwrite_stream &out, llvm::CodeGenFileType kind);

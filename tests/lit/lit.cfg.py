@@ -51,6 +51,29 @@ try:
 except OSError:
     pass
 
+# CUDA: ptxas, for the compile-only checks of device code (the toolkit mhac itself finds:
+# $CUDA_HOME, PATH, /usr/local/cuda), and a GPU with its driver, for the tests that run CUDA
+# layers; without them those tests are reported unsupported.
+import shutil
+ptxas = next((path for path in
+              [os.path.join(os.environ[v], "bin", "ptxas") for v in ("CUDA_HOME", "CUDA_PATH")
+               if v in os.environ] + [shutil.which("ptxas") or "", "/usr/local/cuda/bin/ptxas"]
+              if path and os.access(path, os.X_OK)), None)
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+try:
+    import ctypes
+    driver = ctypes.CDLL("libcuda.so.1")
+    count = ctypes.c_int(0)
+    if driver.cuInit(0) == 0 and driver.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value:
+        config.available_features.add("cuda-gpu")
+except OSError:
+    pass
+if "cuda-gpu" not in config.available_features and config.mhac_backend == "mlir":
+    lit_config.note("no CUDA GPU here: the tests that run CUDA layers are skipped "
+                    "(scripts/gpu-check.sh runs them on a GPU machine)")
+
 # PyTorch, for comparisons with nn.MultiheadAttention: Debian's python3-torch belongs to the
 # system Python, which may not be the first python3 on PATH.
 import subprocess

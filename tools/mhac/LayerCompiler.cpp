@@ -120,6 +120,11 @@ Error compileCudaUnit(Unit &unit, mlir::TimingScope &timing,
   if (Error error = addEntryPoints(host, ArrayRef(unit.abi), plan.target.features,
                                    KernelConvention::CudaLaunches))
     return error;
+  std::string problems;
+  raw_string_ostream problemStream(problems);
+  if (verifyModule(host, &problemStream))
+    return createStringError(inconvertibleErrorCode(), "invalid host code: %s", problems.c_str());
+  optimizeModule(host, **machine);
   raw_svector_ostream out(unit.bitcode);
   WriteBitcodeToFile(host, out);
   return Error::success();

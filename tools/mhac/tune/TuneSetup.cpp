@@ -142,6 +142,12 @@ std::optional<TuneSetup> setUpTuning(const TuneOptions &options, int &status) {
     fmt::print(stderr, "mhac: error: {}\n", llvm::toString(target.takeError()));
     return std::nullopt;
   }
+  if (target->cuda) {
+    fmt::print(stderr, "mhac: error: mhac tune searches CPU schedules, timed on this machine's "
+                       "CPU; write a CUDA target's schedule by hand (docs/schedules.md)\n");
+    status = kUsageError;
+    return std::nullopt;
+  }
   setup.target = *target;
 
   const LayerSpec &layer = setup.layer;

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The CUDA target's check on a GPU, from artifacts built on a machine without one.
+#
+#   scripts/gpu-check.sh pack [ARCH [DIR]]
+#     Here (mhac built, no GPU needed): compiles bench/gpu/check-layers.mha and the benchmark's
+#     layers (bf16) for cuda:ARCH (default sm_90) into DIR (default build/gpu-check), with
+#     mha-run, mhac's runtime and the libraries they need: a folder of a few MB.
+#   scripts/gpu-check.sh run [DIR]
+#     On the GPU machine (the CUDA driver and PyTorch with CUDA; no LLVM, no package registry):
+#     every check layer against the float64 reference (mha-run --check), then each benchmark
+#     shape through mhac and through PyTorch (cuBLAS projections around SDPA, and
+#     nn.MultiheadAttention) in bf16. Prints a Markdown table and writes it to DIR/results.md;
+#     exits non-zero if a check fails. About 3 minutes on an H200.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+command=${1:-}
+
+# The benchmark's shapes (bench/run.sh's, and long causal sequences): name batch seq dim heads causal.
+shapes() {
+  cat <<'SHAPES'
+b1_s128_d768_h12 1 128 768 12 0
+b8_s128_d768_h12 8 128 768 12 0
+b1_s512_d768_h12 1 512 768 12 0
+b4_s512_d1024_h16 4 512 1024 16 0
+b1_s197_d768_h12 1 197 768 12 0
+b1_s2048_d768_h12_causal 1 2048 768 12 1
+b1_s4096_d1024_h16_causal 1 4096 1024 16 1
+b1_s8192_d1024_h16_causal 1 8192 1024 16 1
+SHAPES
+}
+
+pack() {
+  local arch=${1:-sm_90} dir=${2:-$root/build/gpu-check}
+  local build=${MHAC_BUILD_DIR:-$root/build}
+  "$root/scripts/build.sh" mhac mha-run mhac_runtime_shared >/dev/null
+  rm -rf "$dir" && mkdir -p "$dir/lib"
+  "$build/bin/mhac" compile "$root/bench/gpu/check-layers.mha" --target "cuda:$arch" --shared \
+    -o "$dir/check"
+  while read -r name b s d h causal; do
+    printf 'layer %s {\n  model_dim = %s\n  heads = %s\n  seq = %s\n  batch = %s\n  causal = %s\n  dtype = bf16\n}\n' \
+      "$name" "$d" "$h" "$s" "$b" "$([ "$causal" = 1 ] && echo true || echo false)"
+  done < <(shapes) > "$dir/bench.mha"
+  "$build/bin/mhac" compile "$dir/bench.mha" --target "cuda:$arch" --shared -o "$dir/bench"
+  cp "$build/bin/mha-run" "$dir/"
+  cp -P "$build"/lib/libmhac_runtime.so* "$dir/lib/"
+  # mha-run's own libraries that a GPU machine's image may lack (Debian's fmt).
+  ldd "$build/bin/mha-run" | awk '/libfmt/ { print $3 }' | xargs -r -I{} cp -L {} "$dir/lib/"
+  cp "$root/bench/gpu/check-sizes.txt" "$root/bench/gpu/torch_peer.py" "$dir/"
+  shapes > "$dir/shapes.txt"
+  echo "gpu-check: packed $(du -sh "$dir" | cut -f1) for cuda:$arch into $dir"
+}
+
+run() {
+  local dir=${1:-$root/build/gpu-check}
+  export LD_LIBRARY_PATH="$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  local results="$dir/results.md" failed=0 passed=0
+  nvidia-smi -L || true
+  {
+    echo "## Numerics: $(wc -l < <(grep -v '^#' "$dir/check-sizes.txt")) layers against the float64 reference"
+    echo
+    echo '| layer | batch | seq | kv_seq | result |'
+    echo '| --- | --- | --- | --- | --- |'
+  } > "$results"
+  while read -r name b s kv; do
+    local args=(--layer "$name" --batch "$b" --seq "$s" --check)
+    [ "$kv" != 0 ] && args+=(--kv-seq "$kv")
+    local line
+    if line=$(timeout 120 "$dir/mha-run" "$dir/check.so" "${args[@]}" 2>&1); then
+      passed=$((passed + 1))
+    else
+      failed=$((failed + 1))
+    fi
+    echo "$line"
+    echo "| $name | $b | $s | $kv | ${line#*: } |" >> "$results"
+  done < <(grep -v '^#' "$dir/check-sizes.txt")
+  echo "gpu-check: numerics: $passed passed, $failed failed"
+
+  {
+    echo
+    echo "## Speed, bf16: mhac against PyTorch $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null)"
+    echo
+    echo '| shape | mhac ms | mhac TFLOP/s | of the f32 FMA peak | SDPA + cuBLAS ms | nn.MultiheadAttention ms | mhac speed / SDPA |'
+    echo '| --- | --- | --- | --- | --- | --- | --- |'
+  } >> "$results"
+  local peer_args=()
+  while read -r name b s d h causal; do
+    peer_args+=("$name:$b:$s:$d:$h:$causal")
+  done < "$dir/shapes.txt"
+  declare -A sdpa module
+  while read -r name ms_sdpa ms_module; do
+    sdpa[$name]=$ms_sdpa module[$name]=$ms_module
+  done < <(timeout 300 python3 "$dir/torch_peer.py" --calls 30 "${peer_args[@]}" || true)
+  while read -r name b s d h causal; do
+    local out ms tflops peak
+    out=$(timeout 120 "$dir/mha-run" "$dir/bench.so" --layer "$name" --bench 30 2>&1 || true)
+    echo "$out"
+    ms=$(sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' <<< "$out")
+    tflops=$(sed -n 's/.*), \([0-9.]*\) GFLOP\/s.*/\1/p' <<< "$out" | awk '{ printf "%.1f", $1 / 1000 }')
+    peak=$(sed -n 's/.* \([0-9]*%\) of .*/\1/p' <<< "$out")
+    local ratio=n/a
+    if [ -n "$ms" ] && [ -n "${sdpa[$name]:-}" ]; then
+      ratio=$(awk -v a="${sdpa[$name]}" -v b="$ms" 'BEGIN { printf "%.2f", a / b }')
+    fi
+    echo "| $name | ${ms:-failed} | ${tflops:-} | ${peak:-} | ${sdpa[$name]:-n/a} | ${module[$name]:-n/a} | $ratio |" >> "$results"
+  done < "$dir/shapes.txt"
+  cat "$results"
+  [ "$failed" = 0 ]
+}
+
+case "$command" in
+  pack) shift; pack "$@" ;;
+  run) shift; run "$@" ;;
+  *) sed -n '2,14p' "$0" >&2; exit 2 ;;
+esac
