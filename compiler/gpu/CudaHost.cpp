@@ -166,25 +166,51 @@ Error HostBuilder::buildLayerFunction(GlobalVariable *image) {
   Value *outElements = b.CreateMul(rows, b.getInt64(layer_.modelDim));
   auto count = [&](Value *perRow, int64_t width) { return b.CreateMul(perRow, b.getInt64(width)); };
 
-  // The f32 intermediates: queries, keys, values and attention's output, one allocation.
+  // The tensor-core kernels copy rows 16 bytes at a time: their inputs must start on 16 bytes
+  // (cudaMalloc's and PyTorch's allocations do; a view into one may not).
+  for (const CudaLaunch *projection :
+       {&kernels_.projectQuery, &kernels_.projectKeyValue, &kernels_.projectOutput}) {
+    if (!projection->operandAlignment)
+      continue;
+    SmallVector<const char *> operands;
+    if (projection == &kernels_.projectQuery)
+      operands = {"x", "wq"};
+    else if (projection == &kernels_.projectKeyValue)
+      operands = {layer_.cross ? "memory" : "x", "wk", "wv"};
+    else
+      operands = {"wo"};
+    for (const char *name : operands) {
+      Value *address = b.CreatePtrToInt(data(name), i64_);
+      Value *misaligned = b.CreateICmpNE(
+          b.CreateAnd(address, b.getInt64(projection->operandAlignment - 1)), b.getInt64(0));
+      Value *status =
+          b.CreateSelect(misaligned, b.getInt32(MHAC_ERROR_INVALID_ARGUMENT), b.getInt32(MHAC_OK));
+      returnOnError(b, status, nullptr, nullptr);
+    }
+  }
+
+  // The intermediates, in the layer's element type: queries, keys, values and attention's
+  // output, one allocation whose parts start on 256 bytes.
+  int64_t elementBytes = layer_.bf16 ? 2 : 4;
+  auto partBytes = [&](Value *elements) {
+    Value *bytes = b.CreateMul(elements, b.getInt64(elementBytes));
+    return b.CreateAnd(b.CreateAdd(bytes, b.getInt64(255)), b.getInt64(~int64_t(255)));
+  };
+  Value *queryBytes = partBytes(queryElements), *kvBytes = partBytes(kvElements);
+  Value *bytes =
+      b.CreateAdd(b.CreateMul(queryBytes, b.getInt64(2)), b.CreateMul(kvBytes, b.getInt64(2)));
   Value *workspaceSlot = b.CreateAlloca(ptr_);
-  Value *floats = b.CreateAdd(b.CreateMul(queryElements, b.getInt64(2)),
-                              b.CreateMul(kvElements, b.getInt64(2)));
   FunctionCallee allocate =
       module_.getOrInsertFunction("mhac_cuda_alloc_async", i32_, ptr_, i64_, ptr_);
-  returnOnError(b,
-                b.CreateCall(allocate, {workspaceSlot, b.CreateMul(floats, b.getInt64(4)), stream}),
-                nullptr, nullptr);
+  returnOnError(b, b.CreateCall(allocate, {workspaceSlot, bytes, stream}), nullptr, nullptr);
   Value *workspace = b.CreateLoad(ptr_, workspaceSlot, "workspace");
-  Type *f32 = b.getFloatTy();
   Value *queries = workspace;
-  Value *keys = b.CreateGEP(f32, queries, queryElements, "keys");
-  Value *values = b.CreateGEP(f32, keys, kvElements, "values");
-  Value *attended = b.CreateGEP(f32, values, kvElements, "attended");
+  Value *keys = b.CreateGEP(b.getInt8Ty(), queries, queryBytes, "keys");
+  Value *values = b.CreateGEP(b.getInt8Ty(), keys, kvBytes, "values");
+  Value *attended = b.CreateGEP(b.getInt8Ty(), values, kvBytes, "attended");
 
-  const CudaSchedule &s = kernels_.schedule;
-  auto projectionGridY = [&](int64_t features) {
-    return b.getInt64((features + s.projectionBlockCols - 1) / s.projectionBlockCols);
+  auto gridY = [&](const CudaLaunch &launch, int64_t features) {
+    return b.getInt64((features + launch.tileCols - 1) / launch.tileCols);
   };
   auto parameter = [&](const char *name, int64_t elements) {
     return std::pair<Value *, Value *>{data(name), b.getInt64(byName.count(name) ? elements : 0)};
@@ -193,8 +219,6 @@ Error HostBuilder::buildLayerFunction(GlobalVariable *image) {
   GlobalVariable *keyValue = kernelHandle(kernels_.projectKeyValue.kernel, image);
   GlobalVariable *attention = kernelHandle(kernels_.attention.kernel, image);
   GlobalVariable *output = kernelHandle(kernels_.projectOutput.kernel, image);
-  Value *rowBlocks = ceilDiv(b, rows, s.projectionBlockRows);
-  Value *kvRowBlocks = ceilDiv(b, kvRows, s.projectionBlockRows);
 
   returnOnError(b,
                 launch(b, kernels_.projectQuery, query,
@@ -202,7 +226,8 @@ Error HostBuilder::buildLayerFunction(GlobalVariable *image) {
                         parameter("wq", queryWidth * layer_.modelDim),
                         parameter("bq", queryWidth),
                         {queries, queryElements}},
-                       {rows}, rowBlocks, projectionGridY(queryWidth), stream),
+                       {rows}, ceilDiv(b, rows, kernels_.projectQuery.tileRows),
+                       gridY(kernels_.projectQuery, queryWidth), stream),
                 workspace, stream);
   for (auto [weight, bias, target] : {std::tuple{"wk", "bk", keys}, std::tuple{"wv", "bv", values}})
     returnOnError(b,
@@ -211,10 +236,11 @@ Error HostBuilder::buildLayerFunction(GlobalVariable *image) {
                           parameter(weight, kvWidth * layer_.kvDim),
                           parameter(bias, kvWidth),
                           {target, kvElements}},
-                         {kvRows}, kvRowBlocks, projectionGridY(kvWidth), stream),
+                         {kvRows}, ceilDiv(b, kvRows, kernels_.projectKeyValue.tileRows),
+                         gridY(kernels_.projectKeyValue, kvWidth), stream),
                   workspace, stream);
   Value *batches = byName.count("kv_lens") ? batch : b.getInt64(0);
-  Value *queryBlocks = ceilDiv(b, seq, s.attentionQueryBlock);
+  Value *queryBlocks = ceilDiv(b, seq, kernels_.schedule.attentionQueryBlock);
   returnOnError(b,
                 launch(b, kernels_.attention, attention,
                        {{queries, queryElements},
@@ -231,7 +257,8 @@ Error HostBuilder::buildLayerFunction(GlobalVariable *image) {
                         parameter("wo", layer_.modelDim * queryWidth),
                         parameter("bo", layer_.modelDim),
                         {data("out"), outElements}},
-                       {rows}, rowBlocks, projectionGridY(layer_.modelDim), stream),
+                       {rows}, ceilDiv(b, rows, kernels_.projectOutput.tileRows),
+                       gridY(kernels_.projectOutput, layer_.modelDim), stream),
                 workspace, stream);
   FunctionCallee release = module_.getOrInsertFunction("mhac_cuda_free_async", i32_, ptr_, ptr_);
   b.CreateRet(b.CreateCall(release, {workspace, stream}));

@@ -114,53 +114,69 @@ llvm::Expected<CudaLayerKernels> addLayerKernels(ModuleOp module, const LayerSpe
   const CudaSchedule &s = schedule.cuda;
   kernels.schedule = s;
   bool bf16 = layer.dtype == DType::BF16;
-  auto projection = [&](const char *what, int64_t in, int64_t out, bool bf16Input,
-                        bool bf16Output) -> llvm::Expected<CudaLaunch> {
-    KernelSpecialization spec;
-    spec.templateName = "projection";
-    spec.bindings = {{"in_features", in},
-                     {"out_features", out},
-                     {"has_bias", int64_t(layer.bias)},
-                     {"block_rows", s.projectionBlockRows},
-                     {"block_cols", s.projectionBlockCols},
-                     {"k_block", s.projectionKBlock},
-                     {"thread_rows", s.projectionThreadRows},
-                     {"thread_cols", s.projectionThreadCols}};
-    if (bf16)
-      spec.bf16Tensors = {"w", "bias"};
-    if (bf16Input)
-      spec.bf16Tensors.insert("x");
-    if (bf16Output)
-      spec.bf16Tensors.insert("y");
+  // A projection of a bf16 layer runs on tensor cores when its input rows are whole 16-byte
+  // chunks (cp.async and ldmatrix move 16 bytes); the others on the f32 kernel, reading and
+  // writing the layer's element type.
+  auto projection = [&](const char *what, int64_t in, int64_t out) -> llvm::Expected<CudaLaunch> {
     std::string name = layer.name + "_" + what;
-    if (failed(addSpecializedKernel(device, name, spec)))
-      return fail("internal error: cannot build kernel " + name);
+    KernelSpecialization spec;
     CudaLaunch launch;
     launch.kernel = name;
-    launch.threads = (s.projectionBlockRows / s.projectionThreadRows) *
-                     (s.projectionBlockCols / s.projectionThreadCols);
-    launch.sharedBytes =
-        4 * s.projectionKBlock * (s.projectionBlockRows + 1 + s.projectionBlockCols + 1);
+    if (bf16 && in % 8 == 0) {
+      spec.templateName = "projection_mma";
+      spec.bindings = {{"in_features", in},
+                       {"out_features", out},
+                       {"has_bias", int64_t(layer.bias)},
+                       {"block_rows", s.mmaBlockRows},
+                       {"block_cols", s.mmaBlockCols},
+                       {"warp_rows", s.mmaWarpRows},
+                       {"warp_cols", s.mmaWarpCols},
+                       {"stages", s.mmaStages}};
+      launch.threads = 32 * s.mmaWarpRows * s.mmaWarpCols;
+      launch.sharedBytes = s.mmaStages * (s.mmaBlockRows + s.mmaBlockCols) * 40 * 2;
+      launch.tileRows = s.mmaBlockRows;
+      launch.tileCols = s.mmaBlockCols;
+      launch.operandAlignment = 16;
+    } else {
+      spec.templateName = "projection";
+      spec.bindings = {{"in_features", in},
+                       {"out_features", out},
+                       {"has_bias", int64_t(layer.bias)},
+                       {"block_rows", s.projectionBlockRows},
+                       {"block_cols", s.projectionBlockCols},
+                       {"k_block", s.projectionKBlock},
+                       {"thread_rows", s.projectionThreadRows},
+                       {"thread_cols", s.projectionThreadCols}};
+      if (bf16)
+        spec.bf16Tensors = {"x", "w", "bias", "y"};
+      launch.threads = (s.projectionBlockRows / s.projectionThreadRows) *
+                       (s.projectionBlockCols / s.projectionThreadCols);
+      launch.sharedBytes =
+          4 * s.projectionKBlock * (s.projectionBlockRows + 1 + s.projectionBlockCols + 1);
+      launch.tileRows = s.projectionBlockRows;
+      launch.tileCols = s.projectionBlockCols;
+    }
+    if (failed(addSpecializedKernel(device, name, spec)))
+      return fail("internal error: cannot build kernel " + name);
     return launch;
   };
-  auto query =
-      projection("project_query", layer.modelDim, layer.heads * layer.headDim, bf16, false);
+  auto query = projection("project_query", layer.modelDim, layer.heads * layer.headDim);
   if (!query)
     return query.takeError();
   kernels.projectQuery = *query;
-  auto keyValue =
-      projection("project_key_value", layer.kvDim, layer.kvHeads * layer.headDim, bf16, false);
+  auto keyValue = projection("project_key_value", layer.kvDim, layer.kvHeads * layer.headDim);
   if (!keyValue)
     return keyValue.takeError();
   kernels.projectKeyValue = *keyValue;
-  auto output =
-      projection("project_output", layer.heads * layer.headDim, layer.modelDim, false, bf16);
+  auto output = projection("project_output", layer.heads * layer.headDim, layer.modelDim);
   if (!output)
     return output.takeError();
   kernels.projectOutput = *output;
 
   KernelSpecialization spec;
   spec.templateName = "attention";
+  if (bf16)
+    spec.bf16Tensors = {"q", "k", "v", "o"};
   int64_t log2Threads = 0;
   while ((int64_t(1) << log2Threads) < s.attentionRowThreads)
     ++log2Threads;

@@ -2,8 +2,10 @@
 //
 // Part of mhac. A layer runs on the GPU as five launches: the query, key and value
 // projections (two launches of one kernel for keys and values), fused attention, and the
-// output projection. Their intermediates (queries, keys, values, attention output) are f32 in
-// a workspace of the call; bf16 layers read and write bf16 at the layer's edges.
+// output projection. Their intermediates (queries, keys, values, attention output) are in a
+// workspace of the call, in the layer's element type. The projections of bf16 layers run on
+// tensor cores (when their input rows are whole 16-byte chunks); everything else in f32 FMAs,
+// which keep f32 layers within their accuracy (TF32 tensor cores would not).
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +33,10 @@ struct CudaLaunch {
   std::string kernel;      ///< its name in the device image
   int64_t threads = 0;     ///< threads per block (along x)
   int64_t sharedBytes = 0; ///< dynamic shared memory per block
+  /// A projection's block tile of the output: the grid is its rows over x, columns over y.
+  int64_t tileRows = 0, tileCols = 0;
+  /// Bytes a projection's input and weights must be aligned to (0: any element alignment).
+  int64_t operandAlignment = 0;
 };
 
 /// The kernels of one layer, and what the host needs to launch them.

@@ -202,6 +202,19 @@ std::vector<Knob> makeKnobs() {
       forCuda(makeKnob<kCuda, &C::attentionRowThreads>(
           KnobId::CudaAttentionRowThreads, "cuda_attention_row_threads",
           "threads per query row (a power of two)", kInteger, 1, 32)),
+      forCuda(makeKnob<kCuda, &C::mmaBlockRows>(KnobId::CudaMmaBlockRows, "cuda_mma_block_rows",
+                                                "output rows of a tensor-core projection block",
+                                                kInteger, 16, 256, 16)),
+      forCuda(makeKnob<kCuda, &C::mmaBlockCols>(KnobId::CudaMmaBlockCols, "cuda_mma_block_cols",
+                                                "output columns of a tensor-core projection block",
+                                                kInteger, 16, 256, 16)),
+      forCuda(makeKnob<kCuda, &C::mmaWarpRows>(KnobId::CudaMmaWarpRows, "cuda_mma_warp_rows",
+                                               "warps along a block's rows", kInteger, 1, 16)),
+      forCuda(makeKnob<kCuda, &C::mmaWarpCols>(KnobId::CudaMmaWarpCols, "cuda_mma_warp_cols",
+                                               "warps along a block's columns", kInteger, 1, 16)),
+      forCuda(makeKnob<kCuda, &C::mmaStages>(
+          KnobId::CudaMmaStages, "cuda_mma_stages",
+          "shared-memory buffers of the reduction (cp.async pipeline)", kInteger, 2, 4)),
   };
 }
 
@@ -333,9 +346,75 @@ int64_t attentionTileRegisters(const CudaSchedule &s, const LayerSpec &layer) {
   return s.attentionKeyBlock + 2 * attentionSlice(s, layer);
 }
 
+/// A tensor-core projection's warps, the accumulators of a warp's tile (four per 16 x 8
+/// product, per thread) with its fragments, and its shared memory (rows of 40 bf16 a stage).
+int64_t mmaThreads(const CudaSchedule &s) { return 32 * s.mmaWarpRows * s.mmaWarpCols; }
+int64_t mmaTileRegisters(const CudaSchedule &s) {
+  int64_t mTiles = s.mmaBlockRows / s.mmaWarpRows / 16, nTiles = s.mmaBlockCols / s.mmaWarpCols / 8;
+  return 4 * mTiles * nTiles + 4 * mTiles + 2 * nTiles;
+}
+int64_t mmaSharedBytes(const CudaSchedule &s) {
+  return kStaticSharedBytes + s.mmaStages * (s.mmaBlockRows + s.mmaBlockCols) * 40 * 2;
+}
+
 std::vector<Constraint> cudaConstraints() {
   using K = KnobId;
   return {
+      cudaRule(
+          {K::CudaMmaWarpRows, K::CudaMmaBlockRows}, false,
+          [](const CudaSchedule &s, const KnobContext &) {
+            return s.mmaBlockRows % (16 * s.mmaWarpRows) == 0;
+          },
+          [](const CudaSchedule &s, const KnobContext &) {
+            return fmt::format("cuda_mma_block_rows ({}) must be a multiple of 16 x "
+                               "cuda_mma_warp_rows ({}), so that each warp's rows are whole "
+                               "16-row products",
+                               s.mmaBlockRows, s.mmaWarpRows);
+          }),
+      cudaRule(
+          {K::CudaMmaWarpCols, K::CudaMmaBlockCols}, false,
+          [](const CudaSchedule &s, const KnobContext &) {
+            return s.mmaBlockCols % (16 * s.mmaWarpCols) == 0;
+          },
+          [](const CudaSchedule &s, const KnobContext &) {
+            return fmt::format("cuda_mma_block_cols ({}) must be a multiple of 16 x "
+                               "cuda_mma_warp_cols ({}), so that each warp's columns are "
+                               "pairs of 8-column products",
+                               s.mmaBlockCols, s.mmaWarpCols);
+          }),
+      cudaRule(
+          {K::CudaMmaWarpRows, K::CudaMmaWarpCols}, false,
+          [](const CudaSchedule &s, const KnobContext &) { return mmaThreads(s) <= 1024; },
+          [](const CudaSchedule &s, const KnobContext &) {
+            return fmt::format("{} x {} warps make {} threads; a block has at most 1024",
+                               s.mmaWarpRows, s.mmaWarpCols, mmaThreads(s));
+          }),
+      cudaRule(
+          {K::CudaMmaBlockRows, K::CudaMmaBlockCols, K::CudaMmaWarpRows, K::CudaMmaWarpCols}, false,
+          [](const CudaSchedule &s, const KnobContext &) {
+            return s.mmaBlockRows % (16 * s.mmaWarpRows) != 0 ||
+                   s.mmaBlockCols % (16 * s.mmaWarpCols) != 0 ||
+                   mmaTileRegisters(s) <= kCudaTileRegisters;
+          },
+          [](const CudaSchedule &s, const KnobContext &) {
+            return fmt::format("a warp's tile of {} x {} needs about {} registers for its "
+                               "accumulators and fragments, more than the {} it may keep "
+                               "without spilling (use more warps or a smaller block)",
+                               s.mmaBlockRows / s.mmaWarpRows, s.mmaBlockCols / s.mmaWarpCols,
+                               mmaTileRegisters(s), kCudaTileRegisters);
+          }),
+      cudaRule(
+          {K::CudaMmaStages, K::CudaMmaBlockRows, K::CudaMmaBlockCols}, false,
+          [](const CudaSchedule &s, const KnobContext &c) {
+            return mmaSharedBytes(s) <= c.target.cuda->sharedBytes;
+          },
+          [](const CudaSchedule &s, const KnobContext &c) {
+            return fmt::format("{} stages of a {} x {} tensor-core block take {} bytes of "
+                               "shared memory; {} allows {} per block (lower "
+                               "cuda_mma_stages)",
+                               s.mmaStages, s.mmaBlockRows, s.mmaBlockCols, mmaSharedBytes(s),
+                               c.target.cuda->chip, c.target.cuda->sharedBytes);
+          }),
       cudaRule(
           {K::CudaProjectionThreadRows, K::CudaProjectionBlockRows}, false,
           [](const CudaSchedule &s, const KnobContext &) {

@@ -65,6 +65,11 @@ enum class KnobId {
   CudaAttentionQueryBlock,
   CudaAttentionKeyBlock,
   CudaAttentionRowThreads,
+  CudaMmaBlockRows,
+  CudaMmaBlockCols,
+  CudaMmaWarpRows,
+  CudaMmaWarpCols,
+  CudaMmaStages,
 };
 
 enum class KnobType { Integer, Boolean, Choice };

@@ -108,8 +108,9 @@ struct HalideSchedule {
   HalideAutoscheduler autoscheduler = HalideAutoscheduler::None;
 };
 
-/// The CUDA target's kernels (compiler/gpu/kernels): f32 arithmetic on CUDA cores, tiled
-/// through shared memory. Zero on CPU targets, whose schedules never read them.
+/// The CUDA target's kernels (compiler/gpu/kernels): f32 arithmetic on CUDA cores and bf16
+/// products on tensor cores, tiled through shared memory. Zero on CPU targets, whose schedules
+/// never read them.
 struct CudaSchedule {
   /// A projection block's tile of the output (rows x columns), the input features it stages
   /// in shared memory at a time, and one thread's tile of it, held in registers.
@@ -118,6 +119,9 @@ struct CudaSchedule {
   /// Query rows of an attention block, keys per shared-memory tile, and threads per query row
   /// (each holds a strided slice of the head).
   int64_t attentionQueryBlock = 0, attentionKeyBlock = 0, attentionRowThreads = 0;
+  /// The tensor-core projections of bf16 layers (mma.sync): a block's tile of the output, its
+  /// grid of warps, and the shared-memory buffers the reduction streams through.
+  int64_t mmaBlockRows = 0, mmaBlockCols = 0, mmaWarpRows = 0, mmaWarpCols = 0, mmaStages = 0;
 };
 
 struct Schedule {

@@ -53,6 +53,11 @@ constexpr KnobId kFitOrder[] = {
     KnobId::CudaProjectionBlockCols,
     KnobId::CudaProjectionBlockRows,
     KnobId::CudaProjectionKBlock,
+    KnobId::CudaMmaWarpCols,
+    KnobId::CudaMmaWarpRows,
+    KnobId::CudaMmaBlockCols,
+    KnobId::CudaMmaBlockRows,
+    KnobId::CudaMmaStages,
 };
 
 /// Column tasks the narrowest projection gets when its rows are one cache tile: enough to keep

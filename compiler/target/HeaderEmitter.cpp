@@ -189,6 +189,10 @@ void emitLayer(std::string &out, const LayerABI &layer) {
            " * MHAC_ERROR_NO_DEVICE without an NVIDIA driver or GPU, MHAC_ERROR_DRIVER when the\n"
            " * driver fails (mhac_cuda_last_error() says how). The kernels load on the first\n"
            " * call, into the current CUDA context (or device 0's primary context).";
+    if (layer.bf16)
+      out += "\n * x, memory and the weights start on 16 bytes (as cudaMalloc's and PyTorch's\n"
+             " * allocations do): the tensor cores' copies move 16 bytes; a view that does not\n"
+             " * gets MHAC_ERROR_INVALID_ARGUMENT.";
     if (layer.kvLens)
       out += "\n * kv_lens entries outside [0, kv_seq] count as the nearest end.";
     out += "\n * `out` must not overlap the other tensors. Calls share no state.\n */\n";

@@ -4,7 +4,7 @@
 // that no score ever reaches global memory.
 //
 // q and o are [batch * seq, heads * head_dim], k and v [batch * kv_seq, kv_heads * head_dim],
-// row-major; block (x, h) of the grid computes query block x mod (query blocks) of batch entry
+// row-major, f32 or bf16 (the arithmetic is f32); block (x, h) of the grid computes query block x mod (query blocks) of batch entry
 // x / (query blocks), for head h. A template, specialized as projection.mlir says.
 //
 // Each query row belongs to row_threads consecutive threads of one warp; thread g of a row
@@ -15,8 +15,9 @@
 // that sees no key gets 0.
 gpu.module @templates {
   gpu.func @attention(
-      %q: memref<?xf32>, %k: memref<?xf32>, %v: memref<?xf32>, %kv_lens: memref<?xi32>,
-      %o: memref<?xf32>, %seq: index, %kv_seq: index,
+      %q: memref<?xf32> {mhac.storage = "q"}, %k: memref<?xf32> {mhac.storage = "k"},
+      %v: memref<?xf32> {mhac.storage = "v"}, %kv_lens: memref<?xi32>,
+      %o: memref<?xf32> {mhac.storage = "o"}, %seq: index, %kv_seq: index,
       %head_dim: index {mhac.bind = "head_dim"},
       %heads: index {mhac.bind = "heads"},
       %kv_heads: index {mhac.bind = "kv_heads"},
