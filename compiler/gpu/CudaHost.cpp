@@ -240,7 +240,7 @@ Error HostBuilder::buildLayerFunction(GlobalVariable *image) {
                          gridY(kernels_.projectKeyValue, kvWidth), stream),
                   workspace, stream);
   Value *batches = byName.count("kv_lens") ? batch : b.getInt64(0);
-  Value *queryBlocks = ceilDiv(b, seq, kernels_.schedule.attentionQueryBlock);
+  Value *queryBlocks = ceilDiv(b, seq, kernels_.attention.tileRows);
   returnOnError(b,
                 launch(b, kernels_.attention, attention,
                        {{queries, queryElements},

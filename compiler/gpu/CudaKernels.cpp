@@ -7,6 +7,7 @@
 #include "compiler/gpu/CudaKernels.h"
 
 #include "compiler/gpu/KernelTemplates.h"
+#include "compiler/schedules/Knobs.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -60,6 +61,8 @@ void addNVVMLowering(PassManager &pm, const CudaDevice &device) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createSCFToControlFlowPass());
+  // The thread tiles' scalar slots into SSA values, across the now flat control flow.
+  pm.addNestedPass<gpu::GPUModuleOp>(createMem2Reg());
   pm.addPass(memref::createExpandStridedMetadataPass());
   GpuNVVMAttachTargetOptions target;
   target.chip = device.chip;
@@ -122,7 +125,7 @@ llvm::Expected<CudaLayerKernels> addLayerKernels(ModuleOp module, const LayerSpe
     KernelSpecialization spec;
     CudaLaunch launch;
     launch.kernel = name;
-    if (bf16 && in % 8 == 0) {
+    if (cudaProjectionOnTensorCores(layer, in)) {
       spec.templateName = "projection_mma";
       spec.bindings = {{"in_features", in},
                        {"out_features", out},
@@ -174,6 +177,27 @@ llvm::Expected<CudaLayerKernels> addLayerKernels(ModuleOp module, const LayerSpe
   kernels.projectOutput = *output;
 
   KernelSpecialization spec;
+  std::string name = layer.name + "_attention";
+  kernels.attention.kernel = name;
+  double scaleLog2 = layer.scale * M_LOG2E;
+  if (cudaAttentionOnTensorCores(layer)) {
+    spec.templateName = "attention_mma";
+    spec.bindings = {{"head_dim", layer.headDim},
+                     {"heads", layer.heads},
+                     {"kv_heads", layer.kvHeads},
+                     {"causal", int64_t(layer.causal)},
+                     {"has_kv_lens", int64_t(layer.kvLens)},
+                     {"scale_log2", float(scaleLog2)},
+                     {"warps", s.mmaAttentionWarps},
+                     {"key_block", s.mmaAttentionKeyBlock}};
+    if (failed(addSpecializedKernel(device, name, spec)))
+      return fail("internal error: cannot build kernel " + name);
+    kernels.attention.threads = 32 * s.mmaAttentionWarps;
+    kernels.attention.tileRows = 16 * s.mmaAttentionWarps;
+    kernels.attention.sharedBytes =
+        (16 * s.mmaAttentionWarps + 2 * s.mmaAttentionKeyBlock) * (layer.headDim + 8) * 2;
+    return kernels;
+  }
   spec.templateName = "attention";
   if (bf16)
     spec.bf16Tensors = {"q", "k", "v", "o"};
@@ -185,16 +209,15 @@ llvm::Expected<CudaLayerKernels> addLayerKernels(ModuleOp module, const LayerSpe
                    {"kv_heads", layer.kvHeads},
                    {"causal", int64_t(layer.causal)},
                    {"has_kv_lens", int64_t(layer.kvLens)},
-                   {"scale_log2", float(layer.scale * M_LOG2E)},
+                   {"scale_log2", float(scaleLog2)},
                    {"query_block", s.attentionQueryBlock},
                    {"key_block", s.attentionKeyBlock},
                    {"row_threads", s.attentionRowThreads},
                    {"row_threads_log2", log2Threads}};
-  std::string name = layer.name + "_attention";
   if (failed(addSpecializedKernel(device, name, spec)))
     return fail("internal error: cannot build kernel " + name);
-  kernels.attention.kernel = name;
   kernels.attention.threads = s.attentionQueryBlock * s.attentionRowThreads;
+  kernels.attention.tileRows = s.attentionQueryBlock;
   kernels.attention.sharedBytes = 2 * 4 * s.attentionKeyBlock * layer.headDim;
   return kernels;
 }

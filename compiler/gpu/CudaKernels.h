@@ -33,7 +33,8 @@ struct CudaLaunch {
   std::string kernel;      ///< its name in the device image
   int64_t threads = 0;     ///< threads per block (along x)
   int64_t sharedBytes = 0; ///< dynamic shared memory per block
-  /// A projection's block tile of the output: the grid is its rows over x, columns over y.
+  /// The tile of the output a block computes: a projection's rows (over the grid's x) and
+  /// columns (over y); attention's query rows.
   int64_t tileRows = 0, tileCols = 0;
   /// Bytes a projection's input and weights must be aligned to (0: any element alignment).
   int64_t operandAlignment = 0;

@@ -10,6 +10,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Parser/Parser.h"
@@ -91,6 +92,50 @@ LogicalResult foldConstants(Operation *op) {
   return applyPatternsGreedily(op, std::move(patterns));
 }
 
+/// Replaces each static 1-D alloca whose every access has a constant index (a thread's tile,
+/// once unrolled) by one scalar alloca per element, which mem2reg then makes SSA values: LLVM's
+/// own SROA gives up on arrays with as many accesses as a warp's fragments have.
+void scalarizeAllocas(gpu::GPUFuncOp kernel) {
+  SmallVector<memref::AllocaOp> allocas;
+  kernel.walk([&](memref::AllocaOp alloca) { allocas.push_back(alloca); });
+  for (memref::AllocaOp alloca : allocas) {
+    MemRefType type = alloca.getType();
+    if (type.getRank() != 1 || !type.hasStaticShape())
+      continue;
+    auto constantIndex = [](ValueRange indices) -> std::optional<int64_t> {
+      return indices.size() == 1 ? getConstantIntValue(indices[0]) : std::nullopt;
+    };
+    bool scalar = llvm::all_of(alloca->getUsers(), [&](Operation *user) {
+      if (auto load = dyn_cast<memref::LoadOp>(user))
+        return constantIndex(load.getIndices()).has_value();
+      if (auto store = dyn_cast<memref::StoreOp>(user))
+        return store.getMemRef() == alloca.getResult() &&
+               constantIndex(store.getIndices()).has_value();
+      return false;
+    });
+    if (!scalar)
+      continue;
+    OpBuilder builder(alloca);
+    MemRefType element = MemRefType::get({}, type.getElementType());
+    SmallVector<Value> slots;
+    for (int64_t i = 0; i < type.getNumElements(); ++i)
+      slots.push_back(memref::AllocaOp::create(builder, alloca.getLoc(), element));
+    for (Operation *user : llvm::make_early_inc_range(alloca->getUsers())) {
+      OpBuilder at(user);
+      if (auto load = dyn_cast<memref::LoadOp>(user)) {
+        Value slot = slots[*constantIndex(load.getIndices())];
+        load.replaceAllUsesWith(memref::LoadOp::create(at, load.getLoc(), slot).getResult());
+      } else {
+        auto store = cast<memref::StoreOp>(user);
+        memref::StoreOp::create(at, store.getLoc(), store.getValueToStore(),
+                                slots[*constantIndex(store.getIndices())]);
+      }
+      user->erase();
+    }
+    alloca.erase();
+  }
+}
+
 } // namespace
 
 FailureOr<gpu::GPUFuncOp> addSpecializedKernel(gpu::GPUModuleOp module, llvm::StringRef name,
@@ -158,6 +203,7 @@ FailureOr<gpu::GPUFuncOp> addSpecializedKernel(gpu::GPUModuleOp module, llvm::St
   }
   if (failed(foldConstants(kernel)))
     return kernel.emitError("mhac: the unrolled kernel does not fold");
+  scalarizeAllocas(kernel);
   return kernel;
 }
 

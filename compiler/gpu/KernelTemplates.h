@@ -4,7 +4,8 @@
 // with their sizes and tiles as arguments marked `mhac.bind`. A layer's kernel is a copy of
 // its template with those arguments replaced by constants, its `mhac.storage` tensors retyped
 // to the layer's element type, and its `mhac.unroll` loops, whose bounds are then constant,
-// unrolled: the thread tiles' arrays then have constant indices, and live in registers.
+// unrolled: the thread tiles' arrays then have constant indices, and become one scalar slot
+// per element, which mem2reg turns into registers.
 //
 //===----------------------------------------------------------------------===//
 

@@ -215,6 +215,12 @@ std::vector<Knob> makeKnobs() {
       forCuda(makeKnob<kCuda, &C::mmaStages>(
           KnobId::CudaMmaStages, "cuda_mma_stages",
           "shared-memory buffers of the reduction (cp.async pipeline)", kInteger, 2, 4)),
+      forCuda(makeKnob<kCuda, &C::mmaAttentionWarps>(
+          KnobId::CudaMmaAttentionWarps, "cuda_mma_attention_warps",
+          "warps of a tensor-core attention block (16 query rows each)", kInteger, 1, 16)),
+      forCuda(makeKnob<kCuda, &C::mmaAttentionKeyBlock>(
+          KnobId::CudaMmaAttentionKeyBlock, "cuda_mma_attention_key_block",
+          "keys per tile of tensor-core attention", kInteger, 16, 256, 16)),
   };
 }
 
@@ -357,9 +363,48 @@ int64_t mmaSharedBytes(const CudaSchedule &s) {
   return kStaticSharedBytes + s.mmaStages * (s.mmaBlockRows + s.mmaBlockCols) * 40 * 2;
 }
 
+/// A tensor-core attention thread's fragments: the queries' (head / 4 registers), the scores'
+/// (keys / 2) and the output's (head / 2); its block's shared memory (queries, keys and values
+/// in rows of head + 8 bf16).
+int64_t mmaAttentionRegisters(const CudaSchedule &s, const LayerSpec &layer) {
+  return layer.headDim / 4 + s.mmaAttentionKeyBlock / 2 + layer.headDim / 2;
+}
+int64_t mmaAttentionSharedBytes(const CudaSchedule &s, const LayerSpec &layer) {
+  return kStaticSharedBytes +
+         (16 * s.mmaAttentionWarps + 2 * s.mmaAttentionKeyBlock) * (layer.headDim + 8) * 2;
+}
+
 std::vector<Constraint> cudaConstraints() {
   using K = KnobId;
   return {
+      cudaRule(
+          {K::CudaMmaAttentionKeyBlock}, true,
+          [](const CudaSchedule &s, const KnobContext &c) {
+            return !cudaAttentionOnTensorCores(*c.layer) ||
+                   mmaAttentionRegisters(s, *c.layer) <= kCudaTileRegisters;
+          },
+          [](const CudaSchedule &s, const KnobContext &c) {
+            return fmt::format("tensor-core attention of layer '{}' with {} keys per tile "
+                               "needs about {} registers for its fragments, more than the {} "
+                               "it may keep without spilling (lower "
+                               "cuda_mma_attention_key_block)",
+                               c.layer->name, s.mmaAttentionKeyBlock,
+                               mmaAttentionRegisters(s, *c.layer), kCudaTileRegisters);
+          }),
+      cudaRule(
+          {K::CudaMmaAttentionWarps, K::CudaMmaAttentionKeyBlock}, true,
+          [](const CudaSchedule &s, const KnobContext &c) {
+            return !cudaAttentionOnTensorCores(*c.layer) ||
+                   mmaAttentionSharedBytes(s, *c.layer) <= c.target.cuda->sharedBytes;
+          },
+          [](const CudaSchedule &s, const KnobContext &c) {
+            return fmt::format("tensor-core attention of layer '{}' would stage {} bytes of "
+                               "queries, keys and values in shared memory; {} allows {} per "
+                               "block (lower cuda_mma_attention_warps or "
+                               "cuda_mma_attention_key_block)",
+                               c.layer->name, mmaAttentionSharedBytes(s, *c.layer),
+                               c.target.cuda->chip, c.target.cuda->sharedBytes);
+          }),
       cudaRule(
           {K::CudaMmaWarpRows, K::CudaMmaBlockRows}, false,
           [](const CudaSchedule &s, const KnobContext &) {
@@ -662,6 +707,16 @@ std::vector<Constraint> makeConstraints() {
   return rules;
 }
 } // namespace
+
+bool cudaProjectionOnTensorCores(const LayerSpec &layer, int64_t inFeatures) {
+  return layer.dtype == DType::BF16 && inFeatures % 8 == 0;
+}
+
+/// Up to heads of 128: wider ones' output fragments alone would fill a thread's registers.
+bool cudaAttentionOnTensorCores(const LayerSpec &layer) {
+  return layer.dtype == DType::BF16 && layer.headDim % 16 == 0 && layer.headDim <= 128 &&
+         (layer.heads * layer.headDim) % 8 == 0 && (layer.kvHeads * layer.headDim) % 8 == 0;
+}
 
 std::string_view autoschedulerName(HalideAutoscheduler autoscheduler) {
   return knob(KnobId::HalideAutoscheduler).choices[static_cast<size_t>(autoscheduler)];

@@ -70,6 +70,8 @@ enum class KnobId {
   CudaMmaWarpRows,
   CudaMmaWarpCols,
   CudaMmaStages,
+  CudaMmaAttentionWarps,
+  CudaMmaAttentionKeyBlock,
 };
 
 enum class KnobType { Integer, Boolean, Choice };
@@ -116,6 +118,12 @@ struct Constraint {
 
   bool involves(KnobId id) const;
 };
+
+/// Which CUDA kernels a bf16 layer's projections and attention run (tensor cores, where their
+/// operands' rows are whole 16-byte chunks and a thread's fragments fit its registers; the f32
+/// kernels otherwise): the kernels and the rules that check their knobs read it here.
+bool cudaProjectionOnTensorCores(const LayerSpec &layer, int64_t inFeatures);
+bool cudaAttentionOnTensorCores(const LayerSpec &layer);
 
 /// The knobs, in KnobId order.
 const std::vector<Knob> &knobs();

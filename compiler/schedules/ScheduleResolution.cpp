@@ -58,6 +58,8 @@ constexpr KnobId kFitOrder[] = {
     KnobId::CudaMmaBlockCols,
     KnobId::CudaMmaBlockRows,
     KnobId::CudaMmaStages,
+    KnobId::CudaMmaAttentionKeyBlock,
+    KnobId::CudaMmaAttentionWarps,
 };
 
 /// Column tasks the narrowest projection gets when its rows are one cache tile: enough to keep
