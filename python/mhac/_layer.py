@@ -34,6 +34,8 @@ class Layer:
         self.scale = c.scale
         self.schedule = c.schedule.decode()
         self.cpu_features = c.cpu_features.decode()
+        #: None for a CPU layer; the target of a layer compiled for a GPU ("cuda:sm_90").
+        self.device = c.device.decode() if c.device else None
         self._names = self._tensor_names()
         assert len(self._names) == c.num_tensors, "mhac_layer.num_tensors disagrees"
         self._prepared = None
@@ -59,6 +61,7 @@ class Layer:
         state_dict, a torch.nn.Module, or a .safetensors path; `prefix` selects one layer of a
         checkpoint (`model.layers.0.self_attn.`). Returns the layer."""
         self._module._check_open()
+        self._check_cpu()
         resolved = _weights.resolve(_weights.tensors_of(weights), self._expected_weights(),
                                     self.bias, prefix)
         element = self.dtype
@@ -98,8 +101,15 @@ class Layer:
             raise ValueError(f"layer {self.name}: {what} has shape {list(shape)}; every size "
                              f"must be at least 1")
 
+    def _check_cpu(self):
+        if self.device:
+            raise Error(f"layer {self.name} was compiled for {self.device}: its functions take "
+                        "device pointers, which this package does not pass yet; call it from C "
+                        "(see its header) or run it with mha-run")
+
     def __call__(self, x, memory=None, kv_lens=None, *, out=None):
         self._module._check_open()
+        self._check_cpu()
         if self._prepared is None:
             raise Error(f"layer {self.name} has no weights: call load_weights(...) first")
         element = self.dtype

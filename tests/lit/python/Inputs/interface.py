@@ -103,6 +103,8 @@ def misuse():
     attempt("misshaped weight", lambda: dyn.load_weights(w))
     module.close()
     attempt("closed module", lambda: fixed(x))
+    gpu = mhac.compile(SOURCE, target="cuda:sm_80").fixed
+    attempt("CUDA layer", lambda: gpu.load_weights(weights(gpu)))
 
 
 def compile_errors():
