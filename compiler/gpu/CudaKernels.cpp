@@ -125,16 +125,14 @@ llvm::Expected<CudaLayerKernels> addLayerKernels(ModuleOp module, const LayerSpe
     KernelSpecialization spec;
     CudaLaunch launch;
     launch.kernel = name;
+    spec.bindings = {{"in_features", in}, {"out_features", out}, {"has_bias", int64_t(layer.bias)}};
     if (cudaProjectionOnTensorCores(layer, in)) {
       spec.templateName = "projection_mma";
-      spec.bindings = {{"in_features", in},
-                       {"out_features", out},
-                       {"has_bias", int64_t(layer.bias)},
-                       {"block_rows", s.mmaBlockRows},
-                       {"block_cols", s.mmaBlockCols},
-                       {"warp_rows", s.mmaWarpRows},
-                       {"warp_cols", s.mmaWarpCols},
-                       {"stages", s.mmaStages}};
+      spec.bindings.insert({{"block_rows", s.mmaBlockRows},
+                            {"block_cols", s.mmaBlockCols},
+                            {"warp_rows", s.mmaWarpRows},
+                            {"warp_cols", s.mmaWarpCols},
+                            {"stages", s.mmaStages}});
       launch.threads = 32 * s.mmaWarpRows * s.mmaWarpCols;
       launch.sharedBytes = s.mmaStages * (s.mmaBlockRows + s.mmaBlockCols) * 40 * 2;
       launch.tileRows = s.mmaBlockRows;
@@ -142,14 +140,11 @@ llvm::Expected<CudaLayerKernels> addLayerKernels(ModuleOp module, const LayerSpe
       launch.operandAlignment = 16;
     } else {
       spec.templateName = "projection";
-      spec.bindings = {{"in_features", in},
-                       {"out_features", out},
-                       {"has_bias", int64_t(layer.bias)},
-                       {"block_rows", s.projectionBlockRows},
-                       {"block_cols", s.projectionBlockCols},
-                       {"k_block", s.projectionKBlock},
-                       {"thread_rows", s.projectionThreadRows},
-                       {"thread_cols", s.projectionThreadCols}};
+      spec.bindings.insert({{"block_rows", s.projectionBlockRows},
+                            {"block_cols", s.projectionBlockCols},
+                            {"k_block", s.projectionKBlock},
+                            {"thread_rows", s.projectionThreadRows},
+                            {"thread_cols", s.projectionThreadCols}});
       if (bf16)
         spec.bf16Tensors = {"x", "w", "bias", "y"};
       launch.threads = (s.projectionBlockRows / s.projectionThreadRows) *

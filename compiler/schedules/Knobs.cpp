@@ -309,6 +309,15 @@ Constraint cudaRule(std::vector<KnobId> knobs, bool needsLayer,
           [explain](const Schedule &s, const KnobContext &c) { return explain(s.cuda, c); }};
 }
 
+/// multipleRule for knobs of the CUDA target, zero (and unread) on CPU targets.
+Constraint cudaMultipleRule(KnobId multiple, KnobId factor, std::string purpose) {
+  Constraint rule = multipleRule(multiple, factor, {factor, multiple}, std::move(purpose));
+  rule.holds = [holds = rule.holds](const Schedule &s, const KnobContext &c) {
+    return !c.target.cuda || holds(s, c);
+  };
+  return rule;
+}
+
 /// Threads of a projection block, and of an attention block.
 int64_t projectionThreads(const CudaSchedule &s) {
   return (s.projectionBlockRows / s.projectionThreadRows) *
@@ -460,28 +469,10 @@ std::vector<Constraint> cudaConstraints() {
                                s.mmaStages, s.mmaBlockRows, s.mmaBlockCols, mmaSharedBytes(s),
                                c.target.cuda->chip, c.target.cuda->sharedBytes);
           }),
-      cudaRule(
-          {K::CudaProjectionThreadRows, K::CudaProjectionBlockRows}, false,
-          [](const CudaSchedule &s, const KnobContext &) {
-            return s.projectionBlockRows % s.projectionThreadRows == 0;
-          },
-          [](const CudaSchedule &s, const KnobContext &) {
-            return fmt::format("cuda_projection_block_rows ({}) must be a multiple of "
-                               "cuda_projection_thread_rows ({}), so that a block is whole "
-                               "thread tiles",
-                               s.projectionBlockRows, s.projectionThreadRows);
-          }),
-      cudaRule(
-          {K::CudaProjectionThreadCols, K::CudaProjectionBlockCols}, false,
-          [](const CudaSchedule &s, const KnobContext &) {
-            return s.projectionBlockCols % s.projectionThreadCols == 0;
-          },
-          [](const CudaSchedule &s, const KnobContext &) {
-            return fmt::format("cuda_projection_block_cols ({}) must be a multiple of "
-                               "cuda_projection_thread_cols ({}), so that a block is whole "
-                               "thread tiles",
-                               s.projectionBlockCols, s.projectionThreadCols);
-          }),
+      cudaMultipleRule(K::CudaProjectionBlockRows, K::CudaProjectionThreadRows,
+                       "a block is whole thread tiles"),
+      cudaMultipleRule(K::CudaProjectionBlockCols, K::CudaProjectionThreadCols,
+                       "a block is whole thread tiles"),
       cudaRule(
           {K::CudaProjectionThreadRows, K::CudaProjectionThreadCols}, false,
           [](const CudaSchedule &s, const KnobContext &) {
