@@ -248,8 +248,8 @@ Error HostBuilder::buildLayerFunction(GlobalVariable *image) {
                         {values, kvElements},
                         {data("kv_lens"), batches},
                         {attended, queryElements}},
-                       {seq, kvSeq}, b.CreateMul(queryBlocks, batch), b.getInt64(layer_.heads),
-                       stream),
+                       {seq, kvSeq}, b.CreateMul(queryBlocks, batch),
+                       b.getInt64(layer_.heads / kernels_.attention.headsPerBlock), stream),
                 workspace, stream);
   returnOnError(b,
                 launch(b, kernels_.projectOutput, output,

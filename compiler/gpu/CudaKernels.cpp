@@ -174,21 +174,22 @@ llvm::Expected<CudaLayerKernels> addLayerKernels(ModuleOp module, const LayerSpe
   KernelSpecialization spec;
   std::string name = layer.name + "_attention";
   kernels.attention.kernel = name;
-  double scaleLog2 = layer.scale * M_LOG2E;
+  spec.bindings = {{"head_dim", layer.headDim},
+                   {"heads", layer.heads},
+                   {"kv_heads", layer.kvHeads},
+                   {"causal", int64_t(layer.causal)},
+                   {"has_kv_lens", int64_t(layer.kvLens)},
+                   {"scale_log2", float(layer.scale * M_LOG2E)}};
   if (cudaAttentionOnTensorCores(layer)) {
     spec.templateName = "attention_mma";
-    spec.bindings = {{"head_dim", layer.headDim},
-                     {"heads", layer.heads},
-                     {"kv_heads", layer.kvHeads},
-                     {"causal", int64_t(layer.causal)},
-                     {"has_kv_lens", int64_t(layer.kvLens)},
-                     {"scale_log2", float(scaleLog2)},
-                     {"warps", s.mmaAttentionWarps},
-                     {"key_block", s.mmaAttentionKeyBlock}};
+    spec.bindings.insert({{"warps", s.mmaAttentionWarps},
+                          {"group_heads", s.mmaAttentionGroupHeads},
+                          {"key_block", s.mmaAttentionKeyBlock}});
     if (failed(addSpecializedKernel(device, name, spec)))
       return fail("internal error: cannot build kernel " + name);
     kernels.attention.threads = 32 * s.mmaAttentionWarps;
-    kernels.attention.tileRows = 16 * s.mmaAttentionWarps;
+    kernels.attention.tileRows = 16 * s.mmaAttentionWarps / s.mmaAttentionGroupHeads;
+    kernels.attention.headsPerBlock = s.mmaAttentionGroupHeads;
     kernels.attention.sharedBytes =
         (16 * s.mmaAttentionWarps + 2 * s.mmaAttentionKeyBlock) * (layer.headDim + 8) * 2;
     return kernels;
@@ -199,16 +200,10 @@ llvm::Expected<CudaLayerKernels> addLayerKernels(ModuleOp module, const LayerSpe
   int64_t log2Threads = 0;
   while ((int64_t(1) << log2Threads) < s.attentionRowThreads)
     ++log2Threads;
-  spec.bindings = {{"head_dim", layer.headDim},
-                   {"heads", layer.heads},
-                   {"kv_heads", layer.kvHeads},
-                   {"causal", int64_t(layer.causal)},
-                   {"has_kv_lens", int64_t(layer.kvLens)},
-                   {"scale_log2", float(scaleLog2)},
-                   {"query_block", s.attentionQueryBlock},
-                   {"key_block", s.attentionKeyBlock},
-                   {"row_threads", s.attentionRowThreads},
-                   {"row_threads_log2", log2Threads}};
+  spec.bindings.insert({{"query_block", s.attentionQueryBlock},
+                        {"key_block", s.attentionKeyBlock},
+                        {"row_threads", s.attentionRowThreads},
+                        {"row_threads_log2", log2Threads}});
   if (failed(addSpecializedKernel(device, name, spec)))
     return fail("internal error: cannot build kernel " + name);
   kernels.attention.threads = s.attentionQueryBlock * s.attentionRowThreads;

@@ -36,6 +36,8 @@ struct CudaLaunch {
   /// The tile of the output a block computes: a projection's rows (over the grid's x) and
   /// columns (over y); attention's query rows.
   int64_t tileRows = 0, tileCols = 0;
+  /// Attention's heads per block: the grid's y covers heads / headsPerBlock.
+  int64_t headsPerBlock = 1;
   /// Bytes a projection's input and weights must be aligned to (0: any element alignment).
   int64_t operandAlignment = 0;
 };

@@ -218,6 +218,10 @@ std::vector<Knob> makeKnobs() {
       forCuda(makeKnob<kCuda, &C::mmaAttentionWarps>(
           KnobId::CudaMmaAttentionWarps, "cuda_mma_attention_warps",
           "warps of a tensor-core attention block (16 query rows each)", kInteger, 1, 16)),
+      forCuda(makeKnob<kCuda, &C::mmaAttentionGroupHeads>(
+          KnobId::CudaMmaAttentionGroupHeads, "cuda_mma_attention_group_heads",
+          "heads of a kv group per tensor-core attention block (share its tiles)", kInteger, 1,
+          16)),
       forCuda(makeKnob<kCuda, &C::mmaAttentionKeyBlock>(
           KnobId::CudaMmaAttentionKeyBlock, "cuda_mma_attention_key_block",
           "keys per tile of tensor-core attention", kInteger, 16, 256, 16)),
@@ -386,6 +390,21 @@ int64_t mmaAttentionSharedBytes(const CudaSchedule &s, const LayerSpec &layer) {
 std::vector<Constraint> cudaConstraints() {
   using K = KnobId;
   return {
+      cudaMultipleRule(K::CudaMmaAttentionWarps, K::CudaMmaAttentionGroupHeads,
+                       "each head of a block gets whole slabs of 16 query rows"),
+      cudaRule(
+          {K::CudaMmaAttentionGroupHeads}, true,
+          [](const CudaSchedule &s, const KnobContext &c) {
+            return !cudaAttentionOnTensorCores(*c.layer) ||
+                   (c.layer->heads / c.layer->kvHeads) % s.mmaAttentionGroupHeads == 0;
+          },
+          [](const CudaSchedule &s, const KnobContext &c) {
+            return fmt::format("cuda_mma_attention_group_heads ({}) must divide layer "
+                               "'{}''s groups of {} heads per kv head, so that a block's "
+                               "heads share one kv head",
+                               s.mmaAttentionGroupHeads, c.layer->name,
+                               c.layer->heads / c.layer->kvHeads);
+          }),
       cudaRule(
           {K::CudaMmaAttentionKeyBlock}, true,
           [](const CudaSchedule &s, const KnobContext &c) {

@@ -71,6 +71,7 @@ enum class KnobId {
   CudaMmaWarpCols,
   CudaMmaStages,
   CudaMmaAttentionWarps,
+  CudaMmaAttentionGroupHeads,
   CudaMmaAttentionKeyBlock,
 };
 

@@ -122,9 +122,10 @@ struct CudaSchedule {
   /// The tensor-core projections of bf16 layers (mma.sync): a block's tile of the output, its
   /// grid of warps, and the shared-memory buffers the reduction streams through.
   int64_t mmaBlockRows = 0, mmaBlockCols = 0, mmaWarpRows = 0, mmaWarpCols = 0, mmaStages = 0;
-  /// Tensor-core attention of bf16 layers: warps of a block (16 query rows each), and keys per
-  /// shared-memory tile.
-  int64_t mmaAttentionWarps = 0, mmaAttentionKeyBlock = 0;
+  /// Tensor-core attention of bf16 layers: warps of a block (16 query rows each), heads of a
+  /// grouped-query group that a block takes together (their warps share the key and value
+  /// tiles), and keys per shared-memory tile.
+  int64_t mmaAttentionWarps = 0, mmaAttentionGroupHeads = 0, mmaAttentionKeyBlock = 0;
 };
 
 struct Schedule {

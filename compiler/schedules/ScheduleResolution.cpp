@@ -59,6 +59,7 @@ constexpr KnobId kFitOrder[] = {
     KnobId::CudaMmaBlockRows,
     KnobId::CudaMmaStages,
     KnobId::CudaMmaAttentionKeyBlock,
+    KnobId::CudaMmaAttentionGroupHeads,
     KnobId::CudaMmaAttentionWarps,
 };
 

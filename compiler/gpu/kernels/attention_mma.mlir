@@ -4,8 +4,9 @@
 // registers. P is rounded to bf16 and reused, fragment for fragment, as the A operand of P V.
 //
 // q and o are [batch * seq, heads * head_dim], k and v [batch * kv_seq, kv_heads * head_dim],
-// bf16, row-major; head_dim is a multiple of 16. The grid is as in attention.mlir (query
-// blocks of batch entries along x, heads along y). Tiles reach shared memory by cp.async, in
+// bf16, row-major; head_dim is a multiple of 16. Block (x, y) of the grid computes query
+// block x mod (query blocks) of batch entry x / (query blocks), for heads group_heads y to
+// group_heads (y + 1) - 1, which share a kv head: their warps share each key and value tile. Tiles reach shared memory by cp.async, in
 // rows padded by 8 elements so that ldmatrix's reads fall in distinct banks; the keys' tile is
 // read by ldmatrix as the B operand of S, the values' by ldmatrix.trans as that of P V.
 //
@@ -23,6 +24,7 @@ gpu.module @templates {
       %has_kv_lens: index {mhac.bind = "has_kv_lens"},
       %scale_log2: f32 {mhac.bind = "scale_log2"},
       %warps: index {mhac.bind = "warps"},
+      %group_heads: index {mhac.bind = "group_heads"},
       %key_block: index {mhac.bind = "key_block"}) kernel {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -45,7 +47,13 @@ gpu.module @templates {
     %lane = arith.remui %tid, %c32 : index
     %warp = arith.divui %tid, %c32 : index
     %threads = arith.muli %warps, %c32 : index
-    %query_block = arith.muli %warps, %c16 : index
+    // The block's warps split over group_heads heads of one kv head's group, which share its
+    // key and value tiles, and over slabs of 16 query rows.
+    %slabs = arith.divui %warps, %group_heads : index
+    %query_block = arith.muli %slabs, %c16 : index
+    %tile_rows = arith.muli %warps, %c16 : index
+    %head_in = arith.divui %warp, %slabs : index
+    %slab = arith.remui %warp, %slabs : index
     %g = arith.divui %lane, %c4 : index
     %t4 = arith.remui %lane, %c4 : index
     %t_col = arith.muli %t4, %c2 : index
@@ -58,7 +66,9 @@ gpu.module @templates {
     %quarter_at = arith.muli %quarter_odd, %c8 : index
 
     %grid_x = gpu.block_id x
-    %h = gpu.block_id y
+    %grid_y = gpu.block_id y
+    %h0 = arith.muli %grid_y, %group_heads : index
+    %h = arith.addi %h0, %head_in : index
     %seq_up = arith.addi %seq, %query_block : index
     %seq_up1 = arith.subi %seq_up, %c1 : index
     %blocks = arith.divui %seq_up1, %query_block : index
@@ -66,7 +76,8 @@ gpu.module @templates {
     %block = arith.remui %grid_x, %blocks : index
     %first = arith.muli %block, %query_block : index
     %warp_at = arith.muli %warp, %c16 : index
-    %warp_first = arith.addi %first, %warp_at : index
+    %slab_at = arith.muli %slab, %c16 : index
+    %warp_first = arith.addi %first, %slab_at : index
     %row_lo = arith.addi %warp_first, %g : index
     %row_hi = arith.addi %row_lo, %c8 : index
 
@@ -108,7 +119,7 @@ gpu.module @templates {
     // Shared memory, rows of head_dim + 8 bf16: the queries' tile, then the keys' and values'.
     %pitch = arith.addi %head_dim, %c8 : index
     %pitch_bytes = arith.muli %pitch, %c2 : index
-    %q_tile_bytes = arith.muli %query_block, %pitch_bytes : index
+    %q_tile_bytes = arith.muli %tile_rows, %pitch_bytes : index
     %kv_tile_bytes = arith.muli %key_block, %pitch_bytes : index
     %shared = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
     %qs_base = memref.extract_aligned_pointer_as_index %shared
@@ -120,23 +131,28 @@ gpu.module @templates {
     %v_base = memref.extract_aligned_pointer_as_index %v : memref<?xbf16> -> index
     %chunks_per_row = arith.divui %head_dim, %c8 : index
 
-    // The queries' tile: rows past the sequence are zeros.
-    %q_chunks = arith.muli %query_block, %chunks_per_row : index
+    // The queries' tile, the block's rows of each of its heads in turn (so that warp w's 16
+    // rows start at row 16 w); rows past the sequence are zeros.
+    %q_chunks = arith.muli %tile_rows, %chunks_per_row : index
     scf.for %e = %tid to %q_chunks step %threads {
-      %r = arith.divui %e, %chunks_per_row : index
+      %r_tile = arith.divui %e, %chunks_per_row : index
       %c = arith.remui %e, %chunks_per_row : index
       %c_at = arith.muli %c, %c8 : index
-      %row = arith.addi %first, %r : index
+      %head_of_row = arith.divui %r_tile, %query_block : index
+      %r_in = arith.remui %r_tile, %query_block : index
+      %row = arith.addi %first, %r_in : index
       %inside = arith.cmpi ult, %row, %seq : index
       %global_row = arith.addi %q_batch, %row : index
       %row_at = arith.muli %global_row, %q_stride : index
-      %head_at = arith.addi %row_at, %q_head_at : index
+      %row_head = arith.addi %h0, %head_of_row : index
+      %row_head_at = arith.muli %row_head, %head_dim : index
+      %head_at = arith.addi %row_at, %row_head_at : index
       %element = arith.addi %head_at, %c_at : index
       %offset = arith.muli %element, %c2 : index
       %kept = arith.select %inside, %offset, %c0 : index
       %source = arith.addi %q_base, %kept : index
       %size = arith.select %inside, %chunk_bytes, %no_bytes : i32
-      %s_row = arith.muli %r, %pitch : index
+      %s_row = arith.muli %r_tile, %pitch : index
       %s_element = arith.addi %s_row, %c_at : index
       %s_offset = arith.muli %s_element, %c2 : index
       %destination = arith.addi %qs_base, %s_offset : index
