@@ -7,6 +7,7 @@
 #include "compiler/gpu/CudaKernels.h"
 
 #include "compiler/gpu/KernelTemplates.h"
+#include "compiler/schedules/CudaBlocks.h"
 #include "compiler/schedules/Knobs.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -133,8 +134,8 @@ llvm::Expected<CudaLayerKernels> addLayerKernels(ModuleOp module, const LayerSpe
                             {"warp_rows", s.mmaWarpRows},
                             {"warp_cols", s.mmaWarpCols},
                             {"stages", s.mmaStages}});
-      launch.threads = 32 * s.mmaWarpRows * s.mmaWarpCols;
-      launch.sharedBytes = s.mmaStages * (s.mmaBlockRows + s.mmaBlockCols) * 40 * 2;
+      launch.threads = mmaThreads(s);
+      launch.sharedBytes = mmaSharedBytes(s);
       launch.tileRows = s.mmaBlockRows;
       launch.tileCols = s.mmaBlockCols;
       launch.operandAlignment = 16;
@@ -147,10 +148,8 @@ llvm::Expected<CudaLayerKernels> addLayerKernels(ModuleOp module, const LayerSpe
                             {"thread_cols", s.projectionThreadCols}});
       if (bf16)
         spec.bf16Tensors = {"x", "w", "bias", "y"};
-      launch.threads = (s.projectionBlockRows / s.projectionThreadRows) *
-                       (s.projectionBlockCols / s.projectionThreadCols);
-      launch.sharedBytes =
-          4 * s.projectionKBlock * (s.projectionBlockRows + 1 + s.projectionBlockCols + 1);
+      launch.threads = projectionThreads(s);
+      launch.sharedBytes = projectionSharedBytes(s);
       launch.tileRows = s.projectionBlockRows;
       launch.tileCols = s.projectionBlockCols;
     }
@@ -187,11 +186,10 @@ llvm::Expected<CudaLayerKernels> addLayerKernels(ModuleOp module, const LayerSpe
                           {"key_block", s.mmaAttentionKeyBlock}});
     if (failed(addSpecializedKernel(device, name, spec)))
       return fail("internal error: cannot build kernel " + name);
-    kernels.attention.threads = 32 * s.mmaAttentionWarps;
-    kernels.attention.tileRows = 16 * s.mmaAttentionWarps / s.mmaAttentionGroupHeads;
+    kernels.attention.threads = mmaAttentionThreads(s);
+    kernels.attention.tileRows = mmaAttentionQueryRows(s);
     kernels.attention.headsPerBlock = s.mmaAttentionGroupHeads;
-    kernels.attention.sharedBytes =
-        (16 * s.mmaAttentionWarps + 2 * s.mmaAttentionKeyBlock) * (layer.headDim + 8) * 2;
+    kernels.attention.sharedBytes = mmaAttentionSharedBytes(s, layer.headDim);
     return kernels;
   }
   spec.templateName = "attention";
@@ -206,9 +204,9 @@ llvm::Expected<CudaLayerKernels> addLayerKernels(ModuleOp module, const LayerSpe
                         {"row_threads_log2", log2Threads}});
   if (failed(addSpecializedKernel(device, name, spec)))
     return fail("internal error: cannot build kernel " + name);
-  kernels.attention.threads = s.attentionQueryBlock * s.attentionRowThreads;
+  kernels.attention.threads = attentionThreads(s);
   kernels.attention.tileRows = s.attentionQueryBlock;
-  kernels.attention.sharedBytes = 2 * 4 * s.attentionKeyBlock * layer.headDim;
+  kernels.attention.sharedBytes = attentionSharedBytes(s, layer.headDim);
   return kernels;
 }
 

@@ -7,6 +7,7 @@
 #include "compiler/schedules/Knobs.h"
 
 #include "compiler/schedules/AttentionBlock.h"
+#include "compiler/schedules/CudaBlocks.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -322,32 +323,16 @@ Constraint cudaMultipleRule(KnobId multiple, KnobId factor, std::string purpose)
   return rule;
 }
 
-/// Threads of a projection block, and of an attention block.
-int64_t projectionThreads(const CudaSchedule &s) {
-  return (s.projectionBlockRows / s.projectionThreadRows) *
-         (s.projectionBlockCols / s.projectionThreadCols);
-}
-int64_t attentionThreads(const CudaSchedule &s) {
-  return s.attentionQueryBlock * s.attentionRowThreads;
-}
-
 /// Whole warps, at most 1024 threads: what a block of CUDA threads may be here (the warp
 /// shuffles of attention need whole warps).
 bool wholeWarps(int64_t threads) { return threads >= 32 && threads <= 1024 && threads % 32 == 0; }
 
 /// Shared memory the lowering of gpu.dynamic_shared_memory reserves statically before the
-/// dynamic part (one aligned byte).
+/// dynamic part (one aligned byte), which a block's total must leave room for.
 constexpr int64_t kStaticSharedBytes = 16;
 
-/// Shared memory of a projection block: the staged inputs and weights, each row padded by one.
-int64_t projectionSharedBytes(const CudaSchedule &s) {
-  return kStaticSharedBytes +
-         4 * s.projectionKBlock * (s.projectionBlockRows + 1 + s.projectionBlockCols + 1);
-}
-/// Shared memory of an attention block: a tile of keys and one of values.
-int64_t attentionSharedBytes(const CudaSchedule &s, const LayerSpec &layer) {
-  return kStaticSharedBytes + 2 * 4 * s.attentionKeyBlock * layer.headDim;
-}
+/// A block's whole shared memory, given its dynamic part (CudaBlocks.h).
+int64_t withStaticShared(int64_t dynamicBytes) { return kStaticSharedBytes + dynamicBytes; }
 
 /// Registers a thread's tiles take, estimated: a projection thread's accumulators and loaded
 /// weights; an attention thread's scores and its slices of the query and output. Past
@@ -365,28 +350,17 @@ int64_t attentionTileRegisters(const CudaSchedule &s, const LayerSpec &layer) {
   return s.attentionKeyBlock + 2 * attentionSlice(s, layer);
 }
 
-/// A tensor-core projection's warps, the accumulators of a warp's tile (four per 16 x 8
-/// product, per thread) with its fragments, and its shared memory (rows of 40 bf16 a stage).
-int64_t mmaThreads(const CudaSchedule &s) { return 32 * s.mmaWarpRows * s.mmaWarpCols; }
+/// The accumulators of a tensor-core projection warp's tile (four per 16 x 8 product, per
+/// thread), with its fragments.
 int64_t mmaTileRegisters(const CudaSchedule &s) {
   int64_t mTiles = s.mmaBlockRows / s.mmaWarpRows / 16, nTiles = s.mmaBlockCols / s.mmaWarpCols / 8;
   return 4 * mTiles * nTiles + 4 * mTiles + 2 * nTiles;
 }
-int64_t mmaSharedBytes(const CudaSchedule &s) {
-  return kStaticSharedBytes + s.mmaStages * (s.mmaBlockRows + s.mmaBlockCols) * 40 * 2;
-}
-
 /// A tensor-core attention thread's fragments: the queries' (head / 4 registers), the scores'
-/// (keys / 2) and the output's (head / 2); its block's shared memory (queries, keys and values
-/// in rows of head + 8 bf16).
+/// (keys / 2) and the output's (head / 2).
 int64_t mmaAttentionRegisters(const CudaSchedule &s, const LayerSpec &layer) {
   return layer.headDim / 4 + s.mmaAttentionKeyBlock / 2 + layer.headDim / 2;
 }
-int64_t mmaAttentionSharedBytes(const CudaSchedule &s, const LayerSpec &layer) {
-  return kStaticSharedBytes +
-         (16 * s.mmaAttentionWarps + 2 * s.mmaAttentionKeyBlock) * (layer.headDim + 8) * 2;
-}
-
 std::vector<Constraint> cudaConstraints() {
   using K = KnobId;
   return {
@@ -423,14 +397,16 @@ std::vector<Constraint> cudaConstraints() {
           {K::CudaMmaAttentionWarps, K::CudaMmaAttentionKeyBlock}, true,
           [](const CudaSchedule &s, const KnobContext &c) {
             return !cudaAttentionOnTensorCores(*c.layer) ||
-                   mmaAttentionSharedBytes(s, *c.layer) <= c.target.cuda->sharedBytes;
+                   withStaticShared(mmaAttentionSharedBytes(s, c.layer->headDim)) <=
+                       c.target.cuda->sharedBytes;
           },
           [](const CudaSchedule &s, const KnobContext &c) {
             return fmt::format("tensor-core attention of layer '{}' would stage {} bytes of "
                                "queries, keys and values in shared memory; {} allows {} per "
                                "block (lower cuda_mma_attention_warps or "
                                "cuda_mma_attention_key_block)",
-                               c.layer->name, mmaAttentionSharedBytes(s, *c.layer),
+                               c.layer->name,
+                               withStaticShared(mmaAttentionSharedBytes(s, c.layer->headDim)),
                                c.target.cuda->chip, c.target.cuda->sharedBytes);
           }),
       cudaRule(
@@ -479,14 +455,15 @@ std::vector<Constraint> cudaConstraints() {
       cudaRule(
           {K::CudaMmaStages, K::CudaMmaBlockRows, K::CudaMmaBlockCols}, false,
           [](const CudaSchedule &s, const KnobContext &c) {
-            return mmaSharedBytes(s) <= c.target.cuda->sharedBytes;
+            return withStaticShared(mmaSharedBytes(s)) <= c.target.cuda->sharedBytes;
           },
           [](const CudaSchedule &s, const KnobContext &c) {
             return fmt::format("{} stages of a {} x {} tensor-core block take {} bytes of "
                                "shared memory; {} allows {} per block (lower "
                                "cuda_mma_stages)",
-                               s.mmaStages, s.mmaBlockRows, s.mmaBlockCols, mmaSharedBytes(s),
-                               c.target.cuda->chip, c.target.cuda->sharedBytes);
+                               s.mmaStages, s.mmaBlockRows, s.mmaBlockCols,
+                               withStaticShared(mmaSharedBytes(s)), c.target.cuda->chip,
+                               c.target.cuda->sharedBytes);
           }),
       cudaMultipleRule(K::CudaProjectionBlockRows, K::CudaProjectionThreadRows,
                        "a block is whole thread tiles"),
@@ -524,12 +501,12 @@ std::vector<Constraint> cudaConstraints() {
       cudaRule(
           {K::CudaProjectionKBlock, K::CudaProjectionBlockRows, K::CudaProjectionBlockCols}, false,
           [](const CudaSchedule &s, const KnobContext &c) {
-            return projectionSharedBytes(s) <= c.target.cuda->sharedBytes;
+            return withStaticShared(projectionSharedBytes(s)) <= c.target.cuda->sharedBytes;
           },
           [](const CudaSchedule &s, const KnobContext &c) {
             return fmt::format("a projection block would stage {} bytes in shared memory; "
                                "{} allows {} per block (lower cuda_projection_k_block)",
-                               projectionSharedBytes(s), c.target.cuda->chip,
+                               withStaticShared(projectionSharedBytes(s)), c.target.cuda->chip,
                                c.target.cuda->sharedBytes);
           }),
       cudaRule(
@@ -583,13 +560,15 @@ std::vector<Constraint> cudaConstraints() {
       cudaRule(
           {K::CudaAttentionKeyBlock}, true,
           [](const CudaSchedule &s, const KnobContext &c) {
-            return attentionSharedBytes(s, *c.layer) <= c.target.cuda->sharedBytes;
+            return withStaticShared(attentionSharedBytes(s, c.layer->headDim)) <=
+                   c.target.cuda->sharedBytes;
           },
           [](const CudaSchedule &s, const KnobContext &c) {
             return fmt::format("an attention block of layer '{}' would stage {} bytes of "
                                "keys and values in shared memory; {} allows {} per block "
                                "(lower cuda_attention_key_block)",
-                               c.layer->name, attentionSharedBytes(s, *c.layer),
+                               c.layer->name,
+                               withStaticShared(attentionSharedBytes(s, c.layer->headDim)),
                                c.target.cuda->chip, c.target.cuda->sharedBytes);
           }),
   };
