@@ -1,17 +1,20 @@
 /* The f32 FMA peak of this machine, measured: each thread runs independent chains of AVX-512 (or
- * AVX2) FMAs, enough to cover the FMA latency on both ports. Every chain lives in a register: 24
+ * AVX2) FMAs, enough to cover the FMA latency on both ports; with `bf16`, chains of AVX512-BF16
+ * dot products (vdpbf16ps: two bf16 products per f32 lane, 4 FLOPs a lane), the peak of bf16
+ * layers' kernels. Every chain lives in a register: 24
  * of the 32 zmm registers, 12 of the 16 ymm registers (more would spill, and the spills' loads
  * and stores would be measured instead of the FMAs). A round is about 40 ms, as long as a layer
  * call: rounds of 1 ms, thread start-up and the clock's ramp included, measured 72-90 GFLOP/s
  * on a Zen 3 core that sustains 90-94. Prints the best of 5 rounds.
  *
- *   peak [THREADS]   prints "THREADS threads: G GFLOP/s"
+ *   peak [THREADS] [bf16]   prints "THREADS threads: G GFLOP/s"
  */
 #define _GNU_SOURCE
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #if defined(__AVX512F__)
@@ -45,6 +48,26 @@ static double now(void) {
   return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
+#if defined(__AVX512BF16__)
+/* The same chains on vdpbf16ps: acc += a.even * b.even + a.odd * b.odd, per f32 lane. */
+static void *bf16Worker(void *result) {
+  __m512 acc[kChains];
+  for (int i = 0; i < kChains; ++i)
+    acc[i] = _mm512_set1_ps(0.001f * i);
+  __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f7f), b = (__m512bh)_mm512_set1_epi16(0x38d1);
+  for (long it = 0; it < kIterations; ++it) {
+#pragma GCC unroll 24
+    for (int i = 0; i < kChains; ++i)
+      acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+  }
+  __m512 sum = acc[0];
+  for (int i = 1; i < kChains; ++i)
+    sum = _mm512_add_ps(sum, acc[i]);
+  *(float *)result = _mm512_reduce_add_ps(sum);
+  return NULL;
+}
+#endif
+
 static void *worker(void *result) {
   vec acc[kChains];
   for (int i = 0; i < kChains; ++i)
@@ -67,17 +90,29 @@ int main(int argc, char **argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 1;
   if (threads < 1 || threads > 64)
     return 2;
+  int bf16 = argc > 2 && strcmp(argv[2], "bf16") == 0;
+  void *(*run)(void *) = worker;
+  double flopsPerLane = 2.0;
+  if (bf16) {
+#if defined(__AVX512BF16__)
+    run = bf16Worker;
+    flopsPerLane = 4.0;
+#else
+    fprintf(stderr, "peak: this CPU (as compiled for) has no AVX512-BF16\n");
+    return 1;
+#endif
+  }
   pthread_t ids[64];
   float sink[64];
   double best = 0;
   for (int round = 0; round < 5; ++round) {
     double start = now();
     for (int t = 0; t < threads; ++t)
-      pthread_create(&ids[t], NULL, worker, &sink[t]);
+      pthread_create(&ids[t], NULL, run, &sink[t]);
     for (int t = 0; t < threads; ++t)
       pthread_join(ids[t], NULL);
     double seconds = now() - start;
-    double gflops = 2.0 * LANES * kChains * (double)kIterations * threads / seconds * 1e-9;
+    double gflops = flopsPerLane * LANES * kChains * (double)kIterations * threads / seconds * 1e-9;
     if (gflops > best)
       best = gflops;
   }

@@ -10,7 +10,8 @@
 #     every check layer against the float64 reference (mha-run --check), then each benchmark
 #     shape through mhac and through PyTorch (cuBLAS projections around SDPA, and
 #     nn.MultiheadAttention) in bf16. Prints a Markdown table and writes it to DIR/results.md;
-#     exits non-zero if a check fails. About 3 minutes on an H200.
+#     exits non-zero if a check fails (the first failure is rerun under compute-sanitizer into
+#     DIR/sanitizer-LAYER.txt). About 3 minutes on an H200.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 command=${1:-}
@@ -42,7 +43,7 @@ pack() {
   done < <(shapes) > "$dir/bench.mha"
   "$build/bin/mhac" compile "$dir/bench.mha" --target "cuda:$arch" --shared -o "$dir/bench"
   cp "$build/bin/mha-run" "$dir/"
-  cp -P "$build"/lib/libmhac_runtime.so* "$dir/lib/"
+  cp -L "$build"/lib/libmhac_runtime.so.0 "$dir/lib/"
   # mha-run's own libraries that a GPU machine's image may lack (Debian's fmt).
   ldd "$build/bin/mha-run" | awk '/libfmt/ { print $3 }' | xargs -r -I{} cp -L {} "$dir/lib/"
   cp "$root/bench/gpu/check-sizes.txt" "$root/bench/gpu/torch_peer.py" "$dir/"
@@ -65,10 +66,16 @@ run() {
     local args=(--layer "$name" --batch "$b" --seq "$s" --check)
     [ "$kv" != 0 ] && args+=(--kv-seq "$kv")
     local line
-    if line=$(timeout 120 "$dir/mha-run" "$dir/check.so" "${args[@]}" 2>&1); then
+    if line=$(timeout 30 "$dir/mha-run" "$dir/check.so" "${args[@]}" 2>&1); then
       passed=$((passed + 1))
     else
       failed=$((failed + 1))
+      # The first failure once more under compute-sanitizer: the faulting kernel and address.
+      if [ "$failed" = 1 ] && command -v compute-sanitizer >/dev/null; then
+        timeout 120 compute-sanitizer --print-limit 20 "$dir/mha-run" "$dir/check.so" "${args[@]}" \
+          > "$dir/sanitizer-$name.txt" 2>&1 || true
+        tail -40 "$dir/sanitizer-$name.txt"
+      fi
     fi
     echo "$line"
     echo "| $name | $b | $s | $kv | ${line#*: } |" >> "$results"
@@ -79,7 +86,7 @@ run() {
     echo
     echo "## Speed, bf16: mhac against PyTorch $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null)"
     echo
-    echo '| shape | mhac ms | mhac TFLOP/s | of the f32 FMA peak | SDPA + cuBLAS ms | nn.MultiheadAttention ms | mhac speed / SDPA |'
+    echo '| shape | mhac ms | mhac TFLOP/s | of the bf16 tensor-core peak | SDPA + cuBLAS ms | nn.MultiheadAttention ms | mhac speed / SDPA |'
     echo '| --- | --- | --- | --- | --- | --- | --- |'
   } >> "$results"
   local peer_args=()
@@ -89,10 +96,10 @@ run() {
   declare -A sdpa module
   while read -r name ms_sdpa ms_module; do
     sdpa[$name]=$ms_sdpa module[$name]=$ms_module
-  done < <(timeout 300 python3 "$dir/torch_peer.py" --calls 30 "${peer_args[@]}" || true)
+  done < <(timeout 240 python3 "$dir/torch_peer.py" --calls 30 "${peer_args[@]}" || true)
   while read -r name b s d h causal; do
     local out ms tflops peak
-    out=$(timeout 120 "$dir/mha-run" "$dir/bench.so" --layer "$name" --bench 30 2>&1 || true)
+    out=$(timeout 60 "$dir/mha-run" "$dir/bench.so" --layer "$name" --bench 30 2>&1 || true)
     echo "$out"
     ms=$(sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' <<< "$out")
     tflops=$(sed -n 's/.*), \([0-9.]*\) GFLOP\/s.*/\1/p' <<< "$out" | awk '{ printf "%.1f", $1 / 1000 }')

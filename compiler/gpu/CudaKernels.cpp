@@ -153,6 +153,7 @@ llvm::Expected<CudaLayerKernels> addLayerKernels(ModuleOp module, const LayerSpe
       launch.tileRows = s.projectionBlockRows;
       launch.tileCols = s.projectionBlockCols;
     }
+    spec.threads = launch.threads;
     if (failed(addSpecializedKernel(device, name, spec)))
       return fail("internal error: cannot build kernel " + name);
     return launch;
@@ -184,9 +185,9 @@ llvm::Expected<CudaLayerKernels> addLayerKernels(ModuleOp module, const LayerSpe
     spec.bindings.insert({{"warps", s.mmaAttentionWarps},
                           {"group_heads", s.mmaAttentionGroupHeads},
                           {"key_block", s.mmaAttentionKeyBlock}});
+    kernels.attention.threads = spec.threads = mmaAttentionThreads(s);
     if (failed(addSpecializedKernel(device, name, spec)))
       return fail("internal error: cannot build kernel " + name);
-    kernels.attention.threads = mmaAttentionThreads(s);
     kernels.attention.tileRows = mmaAttentionQueryRows(s);
     kernels.attention.headsPerBlock = s.mmaAttentionGroupHeads;
     kernels.attention.sharedBytes = mmaAttentionSharedBytes(s, layer.headDim);
@@ -202,9 +203,9 @@ llvm::Expected<CudaLayerKernels> addLayerKernels(ModuleOp module, const LayerSpe
                         {"key_block", s.attentionKeyBlock},
                         {"row_threads", s.attentionRowThreads},
                         {"row_threads_log2", log2Threads}});
+  kernels.attention.threads = spec.threads = attentionThreads(s);
   if (failed(addSpecializedKernel(device, name, spec)))
     return fail("internal error: cannot build kernel " + name);
-  kernels.attention.threads = attentionThreads(s);
   kernels.attention.tileRows = s.attentionQueryBlock;
   kernels.attention.sharedBytes = attentionSharedBytes(s, layer.headDim);
   return kernels;

@@ -147,6 +147,10 @@ FailureOr<gpu::GPUFuncOp> addSpecializedKernel(gpu::GPUModuleOp module, llvm::St
   OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
   auto kernel = cast<gpu::GPUFuncOp>(builder.clone(*source));
   kernel.setName(name);
+  if (specialization.threads <= 0)
+    return kernel.emitError("mhac: kernel ") << name << " has no block size";
+  kernel.setKnownBlockSizeAttr(
+      builder.getDenseI32ArrayAttr({static_cast<int32_t>(specialization.threads), 1, 1}));
 
   Block &entry = kernel.getBody().front();
   OpBuilder constants = OpBuilder::atBlockBegin(&entry);

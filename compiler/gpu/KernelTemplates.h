@@ -23,12 +23,16 @@
 namespace mhac {
 
 /// What a specialized kernel is made of: the template (a kernel of compiler/gpu/kernels/NAME.mlir
-/// named NAME), the values of its `mhac.bind` arguments, and the `mhac.storage` tensors that
-/// hold bf16 (the others stay f32).
+/// named NAME), the values of its `mhac.bind` arguments, the `mhac.storage` tensors that
+/// hold bf16 (the others stay f32), and the threads of its blocks.
 struct KernelSpecialization {
   std::string templateName;
   std::map<std::string, std::variant<int64_t, float>> bindings;
   std::set<std::string> bf16Tensors;
+  /// Becomes the kernel's `known_block_size` (PTX `.reqntid`): ptxas then keeps each thread's
+  /// registers within what a block of that many threads may have (65536 / threads), spilling
+  /// if it must, so that no launch fails for want of registers.
+  int64_t threads = 0;
 };
 
 /// Adds to `module` a kernel `name` made from `specialization`. Fails (with a diagnostic on the

@@ -349,6 +349,11 @@ constexpr int64_t kMinAttentionSlice = 16;
 int64_t attentionTileRegisters(const CudaSchedule &s, const LayerSpec &layer) {
   return s.attentionKeyBlock + 2 * attentionSlice(s, layer);
 }
+/// Registers an attention thread needs besides its tile: addresses, loop counters, the
+/// softmax state (ptxas used 96 for a tile of 64 at head 64).
+constexpr int64_t kCudaThreadOverhead = 32;
+/// The registers of one streaming multiprocessor, which a block's threads share.
+constexpr int64_t kCudaBlockRegisters = 65536;
 
 /// The accumulators of a tensor-core projection warp's tile (four per 16 x 8 product, per
 /// thread), with its fragments.
@@ -542,6 +547,22 @@ std::vector<Constraint> cudaConstraints() {
                                "has {} threads; a block must be whole warps of 32, at most "
                                "1024 threads",
                                s.attentionQueryBlock, s.attentionRowThreads, attentionThreads(s));
+          }),
+      cudaRule(
+          {K::CudaAttentionQueryBlock, K::CudaAttentionKeyBlock, K::CudaAttentionRowThreads},
+          true,
+          [](const CudaSchedule &s, const KnobContext &c) {
+            return (attentionTileRegisters(s, *c.layer) + kCudaThreadOverhead) *
+                       attentionThreads(s) <=
+                   kCudaBlockRegisters;
+          },
+          [](const CudaSchedule &s, const KnobContext &c) {
+            return fmt::format("an attention block of layer '{}' has {} threads of about {} "
+                               "registers, more than the {} a block may have (lower "
+                               "cuda_attention_query_block or cuda_attention_key_block)",
+                               c.layer->name, attentionThreads(s),
+                               attentionTileRegisters(s, *c.layer) + kCudaThreadOverhead,
+                               kCudaBlockRegisters);
           }),
       cudaRule(
           {K::CudaAttentionKeyBlock, K::CudaAttentionRowThreads}, true,

@@ -74,14 +74,25 @@ std::optional<double> knownPeak() {
   return peak;
 }
 
-/// The GPU's peak in GFLOP/s for the CUDA kernels' f32 FMAs (2 FLOPs per lane and clock: 64
-/// lanes per SM on sm_80, 128 on the later chips), with a description; nothing without a GPU.
-std::optional<std::pair<double, std::string>> gpuPeak() {
+/// The GPU's peak in GFLOP/s for what a layer's kernels compute on, with a description; nothing
+/// without a GPU. bf16 layers: the dense bf16 tensor-core peak with f32 accumulation, on the
+/// chips whose rate per SM is one figure (2048 FLOPs a clock on sm_80 and sm_87, 4096 on
+/// sm_90, reached there by wgmma only); f32 layers and other chips: the f32 FMA peak (2 FLOPs
+/// per lane and clock: 64 lanes per SM on sm_80, 128 on the later chips).
+std::optional<std::pair<double, std::string>> gpuPeak(const mhac_layer &layer) {
   mhac_cuda_device_info info;
   if (mhac_cuda_device(&info) != MHAC_OK)
     return std::nullopt;
-  int lanes = info.major == 8 && info.minor == 0 ? 64 : 128;
-  double peak = 2.0 * lanes * info.multiprocessors * info.clock_khz * 1e-6;
+  double clocks = double(info.multiprocessors) * info.clock_khz * 1e-6;
+  int chip = info.major * 10 + info.minor;
+  int tensorFlops = chip == 80 || chip == 87 ? 2048 : chip == 90 ? 4096 : 0;
+  if (layer.dtype == MHAC_DTYPE_BF16 && tensorFlops) {
+    double peak = tensorFlops * clocks;
+    return std::pair{peak,
+                     fmt::format("{}'s bf16 tensor-core peak, {:.0f} TFLOP/s", info.name, peak / 1e3)};
+  }
+  int lanes = chip == 80 ? 64 : 128;
+  double peak = 2.0 * lanes * clocks;
   return std::pair{peak, fmt::format("{}'s f32 FMA peak, {:.1f} TFLOP/s", info.name, peak / 1e3)};
 }
 
@@ -125,7 +136,7 @@ void bench(LayerCall &call, const mhac_layer &layer, long calls) {
   std::string peak;
   if (std::optional<double> known = knownPeak())
     peak = fmt::format(", {:.0f}% of peak", 100 * gflops / *known);
-  else if (auto device = layer.device ? gpuPeak() : std::nullopt)
+  else if (auto device = layer.device ? gpuPeak(layer) : std::nullopt)
     peak = fmt::format(", {:.0f}% of {}", 100 * gflops / device->first, device->second);
   fmt::print("{}: {} calls: median {:.3f} ms (min {:.3f}, max {:.3f}), {:.1f} GFLOP/s{}\n",
              layer.name, seconds.size(), median * 1e3, seconds.front() * 1e3, seconds.back() * 1e3,
