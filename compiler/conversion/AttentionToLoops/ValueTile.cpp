@@ -15,8 +15,16 @@ void AttentionLowering::buildValueUpdate(Value j0, Value cols, Value rowsInUse) 
   Value c0 = index(0), c1 = index(1);
   for (int64_t first = 0; first < headDim_; first += blocking_.valueChunk) {
     int64_t width = std::min(blocking_.valueChunk, headDim_ - first);
-    auto chunkVector = VectorType::get({width}, f32_);
-    Value column = index(first);
+    // A row's accumulators are vectors of one register each (the last one shorter where the
+    // head is no whole number of vectors): a vector of 3 or 5 registers' lanes is no power of
+    // two, and LLVM widens it to 4 or 8 registers, which spills a full tile.
+    SmallVector<int64_t> offsets;
+    SmallVector<VectorType> pieces;
+    for (int64_t at = 0; at < width; at += blocking_.lanes) {
+      offsets.push_back(first + at);
+      pieces.push_back(VectorType::get({std::min(blocking_.lanes, width - at)}, f32_));
+    }
+    size_t count = pieces.size();
     forLoop(c0, rowsInUse, index(tile), [&](Value it) {
       // Spread over the first key block's p.v tiles, where they wait on no result.
       if (first == 0 && blocking_.prefetchNextBlock)
@@ -26,20 +34,27 @@ void AttentionLowering::buildValueUpdate(Value j0, Value cols, Value rowsInUse) 
       for (int64_t t = 0; t < tile; ++t) {
         Value row = add(it, index(t));
         Value alpha = memref::LoadOp::create(b_, loc_, alpha_, row);
-        init.push_back(arith::MulFOp::create(b_, loc_, loadVector(chunkVector, acc_, {row, column}),
-                                             splat(chunkVector, alpha)));
+        for (size_t v = 0; v < count; ++v)
+          init.push_back(arith::MulFOp::create(
+              b_, loc_, loadVector(pieces[v], acc_, {row, index(offsets[v])}),
+              splat(pieces[v], alpha)));
       }
       SmallVector<Value> rows = forLoop(c0, cols, c1, init, [&](Value j, ValueRange partial) {
-        Value value = readRow(width, value_, {batch_, add(j0, j), add(kvCol_, column)});
+        SmallVector<Value> values;
+        for (size_t v = 0; v < count; ++v)
+          values.push_back(readRow(pieces[v].getNumElements(), value_,
+                                   {batch_, add(j0, j), add(kvCol_, index(offsets[v]))}));
         SmallVector<Value> next;
         for (int64_t t = 0; t < tile; ++t) {
           Value p = memref::LoadOp::create(b_, loc_, scores_, ValueRange{j, add(it, index(t))});
-          next.push_back(fma(splat(chunkVector, p), value, partial[t]));
+          for (size_t v = 0; v < count; ++v)
+            next.push_back(fma(splat(pieces[v], p), values[v], partial[t * count + v]));
         }
         return next;
       });
       for (int64_t t = 0; t < tile; ++t)
-        storeVector(rows[t], acc_, {add(it, index(t)), column});
+        for (size_t v = 0; v < count; ++v)
+          storeVector(rows[t * count + v], acc_, {add(it, index(t)), index(offsets[v])});
     });
   }
 }

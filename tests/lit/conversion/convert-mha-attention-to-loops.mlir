@@ -53,11 +53,11 @@
 // CHECK:             %[[BITS:.*]] = arith.bitcast %[[BIASED]] : vector<16xf32> to vector<16xi32>
 // CHECK:             arith.shli %[[BITS]], %{{.*}} : vector<16xi32>
 // CHECK-NOT:         math.exp
-// p.v: tiles of 4 query rows x the head (4 rows x 4 zmm = 16 accumulators), carried over the
-// keys.
+// p.v: tiles of 4 query rows x the head (4 rows x 4 zmm = 16 accumulators, one vector
+// register each), carried over the keys.
 // CHECK:             scf.for %{{.*}} step %c4
-// CHECK:               scf.for {{.*}} iter_args({{.*}}) -> (vector<64xf32>, vector<64xf32>, vector<64xf32>, vector<64xf32>)
-// CHECK:                 vector.fma %{{.*}} : vector<64xf32>
+// CHECK:               scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK:                 vector.fma %{{.*}} : vector<16xf32>
 // CHECK:               vector.store %{{.*}}, %[[ACC]]
 // CHECK:         bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK-NOT:     mha.attention
@@ -65,7 +65,7 @@
 // AVX2's schedule: 8 lanes, 12 accumulators, tile rows of 2 vectors. Both products are GEMM's
 // 6 x 16 tile: the scores in chunks of 16 of the block's 48 queries, 6 key rows each; the
 // softmax state as the block's six 8-lane vectors (no 48-lane vector reaches LLVM); the p.v
-// update in four chunks of 16 columns of the head, 6 query rows each.
+// update in four chunks of 16 columns of the head (two 8-lane vectors), 6 query rows each.
 // AVX2-LABEL: func.func @attention
 // AVX2:         %[[QUERY:.*]] = bufferization.to_buffer %arg0
 // AVX2:         %[[KEY:.*]] = bufferization.to_buffer %arg1
@@ -108,24 +108,25 @@
 // AVX2-COUNT-6:     memref.prefetch %[[QUERY]][{{.*}}], read, locality<3>, data
 // AVX2:             memref.prefetch %[[OUT]][{{.*}}], write, locality<3>, data
 // AVX2:           }
-// AVX2:           vector.load %{{.*}}[%{{.*}}, %c0] : memref<48x64xf32>, vector<16xf32>
-// AVX2:           scf.for %{{.*}} step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// AVX2:           vector.load %{{.*}}[%{{.*}}, %c0] : memref<48x64xf32>, vector<8xf32>
+// AVX2:           vector.load %{{.*}}[%{{.*}}, %c8] : memref<48x64xf32>, vector<8xf32>
+// AVX2:           scf.for %{{.*}} step %c1 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // AVX2:         scf.for %{{.*}} step %c6
-// AVX2:           vector.load %{{.*}}[%{{.*}}, %c16] : memref<48x64xf32>, vector<16xf32>
+// AVX2:           vector.load %{{.*}}[%{{.*}}, %c16] : memref<48x64xf32>, vector<8xf32>
 // AVX2:         scf.for %{{.*}} step %c6
-// AVX2:           vector.load %{{.*}}[%{{.*}}, %c32] : memref<48x64xf32>, vector<16xf32>
+// AVX2:           vector.load %{{.*}}[%{{.*}}, %c32] : memref<48x64xf32>, vector<8xf32>
 // AVX2:         scf.for %{{.*}} step %c6
-// AVX2:           vector.load %{{.*}}[%{{.*}}, %c48] : memref<48x64xf32>, vector<16xf32>
+// AVX2:           vector.load %{{.*}}[%{{.*}}, %c48] : memref<48x64xf32>, vector<8xf32>
 // AVX-512's schedule: blocks of 48 queries (3 zmm). The score tile is 8 keys x the 3 vectors,
 // carried as 24 16-lane vectors (a 48-lane vector would reach LLVM, which scalarizes it); the
-// p.v tile is 6 query rows x the head's 4 vectors.
+// p.v tile is 6 query rows x the head's 4 vectors, each a 16-lane vector of its own.
 // AVX512-LABEL: func.func @attention
 // AVX512:         scf.for %{{.*}} = %c0 to %{{.*}} step %c8
 // AVX512-NEXT:      arith.addi
 // AVX512:           scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> ([[V:vector<16xf32>]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]])
 // AVX512-COUNT-3:     vector.load %{{.*}} : memref<64x48xf32>, vector<16xf32>
 // AVX512:         scf.for %{{.*}} step %c6
-// AVX512:           scf.for %{{.*}} step %c1 iter_args({{.*}}) -> (vector<64xf32>, vector<64xf32>, vector<64xf32>, vector<64xf32>, vector<64xf32>, vector<64xf32>)
+// AVX512:           scf.for %{{.*}} step %c1 iter_args({{.*}}) -> ([[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]], [[V]])
 func.func @attention(%q: tensor<?x100x256xf32>, %k: tensor<?x300x256xf32>, %v: tensor<?x300x256xf32>) -> tensor<?x100x256xf32> {
   %a = mha.attention %q, %k, %v heads(4) kv_heads(4) head_dim(64) scale(0.125) : (tensor<?x100x256xf32>, tensor<?x300x256xf32>, tensor<?x300x256xf32>) -> tensor<?x100x256xf32>
   return %a : tensor<?x100x256xf32>
