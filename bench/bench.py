@@ -17,9 +17,15 @@ keeping the faster: passive is best where an OpenMP runtime shares the cores wit
 threads (Debian's PyTorch), active where OpenMP regions follow each other closely (oneDNN
 primitives), and each peer is measured at its best. On one thread they run once.
 
+With --dtype bf16 the layers are bf16 (mhac's NAME.bf16.so, compiled with its default
+schedule for the machine), and so are the peers that have bf16 kernels (oneDNN, PyTorch,
+OpenVINO; OpenBLAS, ONNX Runtime and mhac's Halide backend are f32 peers and show as n/a); `of
+peak` is then against the faster of the two peaks a bf16 layer can use, measured the same way:
+the f32 FMAs' and AVX512-BF16's vdpbf16ps (bench/peak.c bf16), where the CPU has it.
+
 usage: bench.py --mhac-run MHA_RUN --modules DIR --peers-dir DIR --python PY
                 [--torch-python PY] [--rounds N] [--calls N] [--min-gflop G] [--threads 1,2]
-                [--only PEER,...]
+                [--only PEER,...] [--dtype f32|bf16]
 """
 import argparse
 import math
@@ -43,6 +49,8 @@ PEERS = ["mhac", "mhac-halide", "openblas", "onednn", "torch-mha", "pypi-torch-m
          "onnxruntime", "openvino"]
 # Peers whose threads are OpenMP's.
 OPENMP_PEERS = {"onednn", "torch-mha", "pypi-torch-mha", "pypi-torch-sdpa"}
+# Contenders that have no bf16 layer.
+F32_ONLY = {"mhac-halide", "openblas", "onnxruntime"}
 
 
 def flops(b, s, d, h, causal):
@@ -62,18 +70,19 @@ def layer_name(b, s, d, h, causal):
 def command(peer, shape, threads, calls, args):
     b, s, d, h, causal = shape
     if peer in ("mhac", "mhac-halide"):
-        suffix = ".halide.so" if peer == "mhac-halide" else ".so"
+        suffix = ".halide.so" if peer == "mhac-halide" else ".bf16.so" if args.dtype == "bf16" else ".so"
         module = os.path.join(args.modules, layer_name(*shape) + suffix)
         return [args.mha_run, module, "--bench", str(calls), "--threads", str(threads)]
     if peer in ("openblas", "onednn"):
         return [os.path.join(args.peers_dir, peer + "_mha"), str(b), str(s), str(d), str(h),
-                str(int(causal)), str(calls)]
+                str(int(causal)), str(calls), args.dtype]
     # Debian's PyTorch 1.13 (torch-mha) or PyPI's (pypi-torch-*), in their own environments.
     python = args.python
     if peer.startswith("pypi-"):
         python, peer = args.torch_python, peer[len("pypi-"):]
     return [python, os.path.join(os.path.dirname(__file__), "peers", "python_peers.py"),
-            peer, str(b), str(s), str(d), str(h), str(int(causal)), str(threads), str(calls)]
+            peer, str(b), str(s), str(d), str(h), str(int(causal)), str(threads), str(calls),
+            args.dtype]
 
 
 def openblas_coretype():
@@ -129,10 +138,13 @@ def run_once(peer, shape, threads, calls, args):
     return min(times), None
 
 
-def measure_peak(args, threads):
-    out = subprocess.run([os.path.join(args.peers_dir, "peak"), str(threads)],
-                         capture_output=True, text=True, check=True).stdout
-    return float(re.search(r"([0-9.]+) GFLOP/s", out).group(1))
+def measure_peak(args, threads, arithmetic="f32"):
+    """The peak of the f32 FMAs, or of vdpbf16ps (arithmetic bf16; None without AVX512-BF16)."""
+    out = subprocess.run([os.path.join(args.peers_dir, "peak"), str(threads), arithmetic],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        return None
+    return float(re.search(r"([0-9.]+) GFLOP/s", out.stdout).group(1))
 
 
 def main():
@@ -147,19 +159,27 @@ def main():
     p.add_argument("--min-gflop", type=float, default=20.0)
     p.add_argument("--threads", default="1,2")
     p.add_argument("--only", default=",".join(PEERS))
+    p.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
     args = p.parse_args()
-    peers = [peer for peer in PEERS if peer in args.only.split(",")]
+    peers = [peer for peer in PEERS if peer in args.only.split(",")
+             and (args.dtype == "f32" or peer not in F32_ONLY)]
     thread_counts = [int(t) for t in args.threads.split(",")]
 
     rows = [(shape, threads) for shape in SHAPES for threads in thread_counts]
     samples = {row: {peer: [None] * args.rounds for peer in peers} for row in rows}
     peaks = {row: [None] * args.rounds for row in rows}
+    dot_peaks = {row: [] for row in rows}
     errors = {row: {} for row in rows}
     for round in range(args.rounds):
         order = peers[round % len(peers):] + peers[:round % len(peers)]
         for row in rows:
             shape, threads = row
             peaks[row][round] = measure_peak(args, threads)
+            if args.dtype == "bf16":
+                dot = measure_peak(args, threads, "bf16")
+                if dot:
+                    dot_peaks[row].append(dot)
+                    peaks[row][round] = max(peaks[row][round], dot)
             for peer in order:
                 if peer in errors[row]:
                     continue
@@ -173,9 +193,13 @@ def main():
 
     for threads in thread_counts:
         measured = sorted(p for row in rows if row[1] == threads for p in peaks[row])
-        print("Measured f32 FMA peak on %d thread%s: median %.0f GFLOP/s (%.0f-%.0f over the run)"
-              % (threads, "s" if threads > 1 else "", statistics.median(measured), measured[0],
+        dots = sorted(p for row in rows if row[1] == threads for p in dot_peaks[row])
+        print("Measured %s peak on %d thread%s: median %.0f GFLOP/s (%.0f-%.0f over the run)"
+              % ("f32 FMA" if args.dtype == "f32" else "bf16 (the faster of FMA and vdpbf16ps)",
+                 threads, "s" if threads > 1 else "", statistics.median(measured), measured[0],
                  measured[-1]))
+        if dots:
+            print("  of which vdpbf16ps alone: median %.0f GFLOP/s" % statistics.median(dots))
     print()
     print("| B, S, D, H | threads | contender | median ms | GFLOP/s | of peak | best peer / mhac |")
     print("|---|---|---|---|---|---|---|")

@@ -4,6 +4,7 @@
 # PyPI's PyTorch in bench/.venv-torch), builds mhac, compiles one layer per shape, and prints a
 # Markdown table. Not part of CI.
 #   bench/run.sh [bench.py options, e.g. --rounds 3 --threads 2 --only mhac,openblas]
+#   bench/run.sh --dtype bf16 [...]   the same layers in bf16, against the bf16 peers
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MHAC_BUILD_DIR:-$root/build}
@@ -46,6 +47,8 @@ while read -r b s d h causal; do
   printf 'layer %s {\n  model_dim = %s\n  heads = %s\n  seq = %s\n  batch = %s\n  causal = %s\n}\n' \
     "$name" "$d" "$h" "$s" "$b" "$flag" > "$work/modules/$name.mha"
   "$build/bin/mhac" compile "$work/modules/$name.mha" --shared -o "$work/modules/$name"
+  sed 's/^}$/  dtype = bf16\n}/' "$work/modules/$name.mha" > "$work/modules/$name.bf16.mha"
+  "$build/bin/mhac" compile "$work/modules/$name.bf16.mha" --shared -o "$work/modules/$name.bf16"
   if [ -x "$build/bin/mhac-halide" ]; then
     "$build/bin/mhac" compile "$work/modules/$name.mha" --backend halide --shared \
       -o "$work/modules/$name.halide"

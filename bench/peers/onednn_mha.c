@@ -4,9 +4,11 @@
  * fused; then one batched matmul over every (batch, head) for the scores (the scale as an output
  * scale, the causal mask as a fused binary add), a softmax primitive in place, and one batched
  * matmul for the values that writes each head straight into [B, S, D]. Heads are read in place
- * through strides. It materializes B·H·S·S scores, which mhac never does.
+ * through strides. It materializes B·H·S·S scores, which mhac never does. With `bf16`, every
+ * tensor (weights, activations, scores) is bf16 and oneDNN's bf16 kernels run (vdpbf16ps or
+ * AMX where the CPU has them), accumulating in f32.
  *
- *   onednn_mha B S D H CAUSAL CALLS   prints "median MS"
+ *   onednn_mha B S D H CAUSAL CALLS [f32|bf16]   prints "median MS"
  *
  * Threads: OMP_NUM_THREADS (Debian's oneDNN runs on OpenMP).
  */
@@ -16,6 +18,7 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "peer_common.h"
 
@@ -30,18 +33,34 @@
 
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
+/* The element type of the layer's tensors (the causal mask stays f32). */
+static dnnl_data_type_t elementType = dnnl_f32;
+
+/* `n` floats rewritten in place as their bf16 (truncated) in the first half of the buffer. */
+static void toBf16(float *values, size_t n) {
+  unsigned short *halves = (unsigned short *)values;
+  for (size_t i = 0; i < n; ++i) {
+    unsigned bits;
+    memcpy(&bits, &values[i], 4);
+    halves[i] = (unsigned short)(bits >> 16);
+  }
+}
 
 static dnnl_memory_desc_t strided(int ndims, const dnnl_dims_t dims, const dnnl_dims_t strides) {
   dnnl_memory_desc_t md;
-  CHECK(dnnl_memory_desc_init_by_strides(&md, ndims, dims, dnnl_f32, strides));
+  CHECK(dnnl_memory_desc_init_by_strides(&md, ndims, dims, elementType, strides));
+  return md;
+}
+
+static dnnl_memory_desc_t plainOf(int ndims, const dnnl_dims_t dims, dnnl_data_type_t type) {
+  dnnl_memory_desc_t md;
+  dnnl_format_tag_t tag = ndims == 2 ? dnnl_ab : ndims == 3 ? dnnl_abc : dnnl_abcd;
+  CHECK(dnnl_memory_desc_init_by_tag(&md, ndims, dims, type, tag));
   return md;
 }
 
 static dnnl_memory_desc_t plain(int ndims, const dnnl_dims_t dims) {
-  dnnl_memory_desc_t md;
-  dnnl_format_tag_t tag = ndims == 2 ? dnnl_ab : ndims == 3 ? dnnl_abc : dnnl_abcd;
-  CHECK(dnnl_memory_desc_init_by_tag(&md, ndims, dims, dnnl_f32, tag));
-  return md;
+  return plainOf(ndims, dims, elementType);
 }
 
 static dnnl_memory_t memory(const dnnl_memory_desc_t *md, void *handle) {
@@ -82,7 +101,8 @@ static Linear linear(int64_t m, int64_t n, int64_t k, const float *w, float *b) 
   dnnl_memory_desc_t dst = plain(2, (dnnl_dims_t){m, n});
   dnnl_memory_desc_t bias = plain(2, (dnnl_dims_t){1, n});
   dnnl_memory_desc_t any;
-  CHECK(dnnl_memory_desc_init_by_tag(&any, 2, (dnnl_dims_t){k, n}, dnnl_f32, dnnl_format_tag_any));
+  CHECK(dnnl_memory_desc_init_by_tag(&any, 2, (dnnl_dims_t){k, n}, elementType,
+                                     dnnl_format_tag_any));
   dnnl_primitive_desc_t pd;
   Linear result;
   result.primitive = matmul(&src, &any, &bias, &dst, NULL, &pd);
@@ -120,6 +140,8 @@ int main(int argc, char **argv) {
     return 2;
   int64_t B = shape.batch, S = shape.seq, D = shape.dim, H = shape.heads;
   int causal = shape.causal, calls = shape.calls;
+  if (shape.bf16)
+    elementType = dnnl_bf16;
   int64_t Dh = D / H, M = B * S;
   CHECK(dnnl_engine_create(&engine, dnnl_cpu, 0));
   CHECK(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags));
@@ -141,6 +163,13 @@ int main(int argc, char **argv) {
   for (int64_t i = 0; i < S; ++i)
     for (int64_t j = 0; j < S; ++j)
       mask[i * S + j] = j > i ? -INFINITY : 0.0f;
+  if (shape.bf16) {
+    toBf16(x, (size_t)(M * D));
+    for (int i = 0; i < 4; ++i) {
+      toBf16(w[i], (size_t)(D * D));
+      toBf16(b[i], (size_t)D);
+    }
+  }
 
   Linear projection[4];
   for (int i = 0; i < 4; ++i)
@@ -154,7 +183,7 @@ int main(int argc, char **argv) {
   dnnl_memory_desc_t headMd = strided(4, heads, headStrides);
   dnnl_memory_desc_t keysT = strided(4, (dnnl_dims_t){B, H, Dh, S}, (dnnl_dims_t){S * D, Dh, 1, D});
   dnnl_memory_desc_t scoreMd = plain(4, (dnnl_dims_t){B, H, S, S});
-  dnnl_memory_desc_t maskMd = plain(4, (dnnl_dims_t){1, 1, S, S});
+  dnnl_memory_desc_t maskMd = plainOf(4, (dnnl_dims_t){1, 1, S, S}, dnnl_f32);
 
   dnnl_primitive_attr_t scoreAttr;
   CHECK(dnnl_primitive_attr_create(&scoreAttr));

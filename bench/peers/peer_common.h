@@ -7,19 +7,20 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* The command line of every C peer: NAME B S D H CAUSAL CALLS. */
+/* The command line of every C peer: NAME B S D H CAUSAL CALLS [f32|bf16]. */
 typedef struct {
   int batch, seq, dim, heads, causal, calls;
+  int bf16; /* the layer's tensors in bf16 (peers that support it) */
 } PeerShape;
 
 /* Reads the command line into `shape`; on a wrong one prints the usage and returns 0. */
 static int parse_shape(int argc, char **argv, PeerShape *shape) {
-  if (argc != 7) {
-    fprintf(stderr, "usage: %s B S D H CAUSAL CALLS\n", argv[0]);
+  if (argc != 7 && argc != 8) {
+    fprintf(stderr, "usage: %s B S D H CAUSAL CALLS [f32|bf16]\n", argv[0]);
     return 0;
   }
-  *shape = (PeerShape){atoi(argv[1]), atoi(argv[2]), atoi(argv[3]),
-                       atoi(argv[4]), atoi(argv[5]), atoi(argv[6])};
+  *shape = (PeerShape){atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), atoi(argv[4]),
+                       atoi(argv[5]), atoi(argv[6]), argc == 8 && argv[7][0] == 'b'};
   return 1;
 }
 

@@ -3,8 +3,12 @@
 F.linear, scaled_dot_product_attention and the out-projection F.linear (torch-sdpa, PyTorch 2),
 and the module exported to ONNX and run by ONNX Runtime and by OpenVINO.
 
-usage: python_peers.py PEER B S D H CAUSAL THREADS CALLS     prints "median MS"
+usage: python_peers.py PEER B S D H CAUSAL THREADS CALLS [f32|bf16]     prints "median MS"
 PEER: torch-mha | torch-sdpa | onnxruntime | openvino
+
+With bf16, PyTorch's module, weights and input are bf16 (its bf16 kernels: oneDNN's on CPUs
+with AVX512-BF16 or AMX); OpenVINO runs the f32 graph with a bf16 inference precision; ONNX
+Runtime's CPU provider has no bf16 attention and is not a bf16 peer.
 """
 import os
 import statistics
@@ -16,12 +20,17 @@ import time
 def main():
     peer = sys.argv[1]
     b, s, d, h, causal, threads, calls = (int(a) for a in sys.argv[2:9])
+    bf16 = len(sys.argv) > 9 and sys.argv[9] == "bf16"
+    if bf16 and peer == "onnxruntime":
+        sys.exit("ONNX Runtime's CPU provider has no bf16 attention")
     import torch
 
     torch.manual_seed(0)
     torch.set_num_threads(threads)
     mha = torch.nn.MultiheadAttention(d, h, batch_first=True).eval()
     x = torch.rand(b, s, d) * 2 - 1
+    if bf16 and peer.startswith("torch"):
+        mha, x = mha.to(torch.bfloat16), x.to(torch.bfloat16)
     mask = torch.triu(torch.ones(s, s, dtype=torch.bool), 1) if causal else None
 
     if peer == "torch-mha":
@@ -69,9 +78,9 @@ def main():
             compiled = core.compile_model(core.read_model(path), "CPU",
                                           {"INFERENCE_NUM_THREADS": threads,
                                            "PERFORMANCE_HINT": "LATENCY",
-                                           # f32 like the others: on AMX machines OpenVINO
-                                           # otherwise computes in bf16.
-                                           "INFERENCE_PRECISION_HINT": "f32"})
+                                           # As asked: on AMX machines OpenVINO would
+                                           # otherwise compute an f32 model in bf16.
+                                           "INFERENCE_PRECISION_HINT": "bf16" if bf16 else "f32"})
             request = compiled.create_infer_request()
             call = lambda: request.infer({"x": feed})
         else:

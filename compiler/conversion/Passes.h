@@ -27,6 +27,9 @@ constexpr llvm::StringLiteral kParameterAttr = "mhac.parameter";
 constexpr llvm::StringLiteral kPreparedWeightAttr = "mhac.prepared_weight";
 /// On the linalg op of each projection, for the schedule to find.
 constexpr llvm::StringLiteral kProjectionAttr = "mhac.projection";
+/// On a projection that multiplies bf16 pairs (convert-mha-to-linalg's bf16-pairs), and on each
+/// of its register tiles, which mhac-vectorize-bf16-pairs turns into vdpbf16ps.
+constexpr llvm::StringLiteral kBf16PairsAttr = "mhac.bf16_pairs";
 /// The function that prepares the parameters of layer NAME is `mhac_prepare_NAME`.
 constexpr llvm::StringLiteral kPreparationPrefix = "mhac_prepare_";
 

@@ -48,6 +48,13 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
     The last cache tile is then the only one of its projection, and the schedule sees its
     M % R edge rows as a static register tile inside it.
 
+    With `bf16-pairs`, projections of a layer widened to f32 (mhac-widen-bf16-layer) multiply
+    in bf16 instead: their inputs are taken before the widening (or rounded to bf16: the
+    attention output), their weights are prepared as pairs of input features
+    `[out / P][in / 2][P][2]`, and the panel product runs over (row, panel, column, pair, half),
+    with f32 sums (`mhac.bf16_pairs`): the layout of AVX512-BF16's vdpbf16ps, which
+    mhac-vectorize-bf16-pairs emits.
+
     Projections whose results are only an attention's keys or values, at a width that is a
     multiple of 256 elements, write into rows padded by `row-padding` elements (a
     `bufferization.alloc_tensor` seen through `tensor.extract_slice`): attention re-reads them
@@ -66,6 +73,9 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
     Option<"rowPadding", "row-padding", "int64_t", /*default=*/"16",
            "Elements of padding after each row of keys, values and unpacked transposed "
            "weights whose width is a multiple of 256 (0: none)">,
+    Option<"bf16Pairs", "bf16-pairs", "bool", /*default=*/"false",
+           "Panel projections of a widened bf16 layer multiply bf16 pairs (vdpbf16ps's "
+           "layout)">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",
@@ -181,6 +191,23 @@ def ConvertParallelToMhacRuntime
   ];
 }
 
+def VectorizeBf16Pairs : Pass<"mhac-vectorize-bf16-pairs", "mlir::func::FuncOp"> {
+  let summary = "Write the register tiles of projections of bf16 pairs as vdpbf16ps";
+  let description = [{
+    After the schedule's tiling, each register tile of a projection of bf16 pairs
+    (`mhac.bf16_pairs`, static rows x one panel of P columns x one pair of inputs) becomes vector
+    code on tensors: the rows' pairs read as 32-bit words and broadcast, the panel row read
+    once, and per row P / 16 `x86vector.avx512.dot` (AVX512-BF16's vdpbf16ps) into the f32
+    accumulators, read and written with transfer ops that the vector lowering hoists out of the
+    reduction loop. P must be a multiple of 16.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::vector::VectorDialect",
+    "mlir::x86vector::X86VectorDialect",
+  ];
+}
+
 def Bf16AsI16 : Pass<"mhac-bf16-as-i16", "mlir::ModuleOp"> {
   let summary = "Retype the bf16 values of the LLVM dialect as i16";
   let description = [{
@@ -189,8 +216,9 @@ def Bf16AsI16 : Pass<"mhac-bf16-as-i16", "mlir::ModuleOp"> {
     (loads, stores, selects, vector and aggregate element moves, block arguments, constants):
     the pass gives those values the i16 type of their bits. Otherwise LLVM's x86 backend,
     without AVX512-BF16, promotes each one to f32 element by element through calls to
-    `__truncsfbf2` (slow, and missing from libgcc before GCC 13). An op that still computes on
-    bf16 is an error.
+    `__truncsfbf2` (slow, and missing from libgcc before GCC 13). AVX512-BF16's dot products
+    (`llvm.x86.avx512bf16.*` intrinsics) keep their bf16 operands, bit-cast back from i16 where
+    they are used; any other op that still computes on bf16 is an error.
   }];
 }
 

@@ -93,10 +93,14 @@ LogicalResult lowerMhaToLinalg(ModuleOp module, const LayerSchedules &schedules,
                                const CpuTarget &target, const PassManagerSetup &setup) {
   if (failed(runOnEachFunction(module, schedules, setup, [](OpPassManager &pm, const Schedule &s) {
         const ProjectionSchedule &p = s.projection;
-        if (s.bf16Compute == Bf16Compute::F32)
+        // Layers whose projections multiply bf16 pairs are widened too: only their
+        // projections' operands are taken back in bf16.
+        bool pairs = s.bf16Compute == Bf16Compute::Dot;
+        if (s.bf16Compute == Bf16Compute::F32 || pairs)
           pm.addPass(createWidenBf16Layer());
         pm.addPass(createConvertMhaToLinalg(ConvertMhaToLinalgOptions{
-            p.registerCols, p.splitLastCacheTile ? p.registerRows : 0, p.cacheRows, p.rowPadding}));
+            p.registerCols, p.splitLastCacheTile ? p.registerRows : 0, p.cacheRows, p.rowPadding,
+            pairs}));
       })))
     return failure();
   PassManager pm(module.getContext());
@@ -146,8 +150,8 @@ LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const LayerSchedules &sc
                                        const PassManagerSetup &setup) {
   if (failed(applyTilingSchedules(module, schedules)) ||
       failed(runPipeline(module,
-                         "canonicalize, cse, mhac-layer-results-to-out-arguments,"
-                         "eliminate-empty-tensors",
+                         "func.func(mhac-vectorize-bf16-pairs), canonicalize, cse,"
+                         "mhac-layer-results-to-out-arguments, eliminate-empty-tensors",
                          setup)) ||
       failed(bufferize(module)) ||
       // Tiles written back where they were read leave self-copies until CSE merges views.
@@ -162,7 +166,8 @@ LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const LayerSchedules &sc
       // vector.mask regions, so it runs after masks are lowered.
       "buffer-deallocation-pipeline, convert-parallel-to-mhac-runtime,"
       // expand-strided-metadata emits affine.apply: it must run before lower-affine.
-      "expand-strided-metadata, lower-affine, convert-scf-to-cf, convert-vector-to-llvm,"
+      "expand-strided-metadata, lower-affine, convert-scf-to-cf,"
+      "convert-vector-to-llvm{enable-x86vector},"
       // Buffers come from the runtime's allocator (see CodeEmitter), which reuses freed blocks.
       "convert-math-to-llvm, finalize-memref-to-llvm{use-generic-functions},"
       // f32 -> bf16 rounding becomes integer ops: without AVX512-BF16, LLVM would call

@@ -89,6 +89,9 @@ std::vector<Knob> makeKnobs() {
       makeKnob<kProjection, &P::reductionBlock>(
           KnobId::ProjectionReductionBlock, "projection_reduction_block",
           "inputs per reduction block (unpacked weights)", kInteger, 1, 65536),
+      makeKnob<kProjection, &P::panelReductionBlock>(
+          KnobId::ProjectionPanelReductionBlock, "projection_panel_reduction_block",
+          "inputs per reduction block of weight panels (0: all)", kInteger, 0, 65536),
       makeKnob<kProjection, &P::reductionUnroll>(
           KnobId::ProjectionReductionUnroll, "projection_reduction_unroll",
           "reduction steps per loop iteration", kInteger, 1, 16),
@@ -140,11 +143,11 @@ std::vector<Knob> makeKnobs() {
           "prefetch the next task's queries, this output", kBoolean, 0, 1),
       Knob{KnobId::Bf16Compute,
            "bf16_compute",
-           "bf16 layers: widened at the edges, or bf16 inside",
+           "bf16 layers: widened at the edges, bf16 inside, or projections on vdpbf16ps",
            kChoice,
-           {"f32", "bf16"},
+           {"f32", "bf16", "dot"},
            0,
-           1,
+           2,
            1,
            [](const Schedule &s) { return static_cast<int64_t>(s.bf16Compute); },
            [](Schedule &s, int64_t value) { s.bf16Compute = static_cast<Bf16Compute>(value); }},
@@ -595,6 +598,17 @@ std::vector<Constraint> cudaConstraints() {
   };
 }
 
+} // namespace
+
+bool pairsFitProjections(const LayerSpec &layer, const Schedule &s) {
+  int64_t panel = s.projection.registerCols, inner = layer.heads * layer.headDim,
+          kv = layer.kvHeads * layer.headDim;
+  return panel > 0 && layer.modelDim % 2 == 0 && layer.kvDim % 2 == 0 && inner % 2 == 0 &&
+         inner % panel == 0 && kv % panel == 0 && layer.modelDim % panel == 0;
+}
+
+namespace {
+
 std::vector<Constraint> cpuConstraints() {
   return {
       {{KnobId::Bf16Compute},
@@ -602,9 +616,31 @@ std::vector<Constraint> cpuConstraints() {
        [](const Schedule &s, const KnobContext &c) {
          return c.layer->dtype == DType::BF16 || s.bf16Compute == Bf16Compute::F32;
        },
+       [](const Schedule &s, const KnobContext &c) {
+         return fmt::format("bf16_compute ({}) applies to bf16 layers; layer '{}' is f32",
+                            s.bf16Compute == Bf16Compute::Dot ? "dot" : "bf16", c.layer->name);
+       }},
+      {{KnobId::Bf16Compute},
+       false,
+       [](const Schedule &s, const KnobContext &c) {
+         return s.bf16Compute != Bf16Compute::Dot || c.target.avx512bf16;
+       },
        [](const Schedule &, const KnobContext &c) {
-         return fmt::format("bf16_compute (bf16) applies to bf16 layers; layer '{}' is f32",
-                            c.layer->name);
+         return fmt::format("bf16_compute = dot runs on AVX512-BF16 (vdpbf16ps); target {} "
+                            "has none",
+                            c.target.name);
+       }},
+      {{KnobId::Bf16Compute, KnobId::ProjectionRegisterCols},
+       true,
+       [](const Schedule &s, const KnobContext &c) {
+         return s.bf16Compute != Bf16Compute::Dot || pairsFitProjections(*c.layer, s);
+       },
+       [](const Schedule &s, const KnobContext &c) {
+         return fmt::format("bf16_compute = dot pairs the input features of every projection "
+                            "and packs the weights in panels of projection_register_cols "
+                            "({}): layer '{}' needs even input widths and output widths that "
+                            "are whole panels",
+                            s.projection.registerCols, c.layer->name);
        }},
       multipleRule(KnobId::ProjectionCacheRows, KnobId::ProjectionRegisterRows,
                    {KnobId::ProjectionCacheRows, KnobId::ProjectionRegisterRows},

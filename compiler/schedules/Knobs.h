@@ -29,6 +29,7 @@ enum class KnobId {
   ProjectionRegisterRows,
   ProjectionRegisterCols,
   ProjectionReductionBlock,
+  ProjectionPanelReductionBlock,
   ProjectionReductionUnroll,
   ProjectionSplitLastCacheTile,
   ProjectionRowPadding,
@@ -124,6 +125,10 @@ struct Constraint {
 /// operands' rows are whole 16-byte chunks and a thread's fragments fit its registers; the f32
 /// kernels otherwise): the kernels and the rules that check their knobs read it here.
 bool cudaProjectionOnTensorCores(const LayerSpec &layer, int64_t inFeatures);
+
+/// Whether every projection of `layer` can run on bf16 pairs (`bf16_compute = dot`) in panels
+/// of `schedule`'s register columns: even input widths, output widths of whole panels.
+bool pairsFitProjections(const LayerSpec &layer, const Schedule &schedule);
 bool cudaAttentionOnTensorCores(const LayerSpec &layer);
 
 /// The knobs, in KnobId order.

@@ -40,6 +40,10 @@ enum class Bf16Compute {
   /// bf16 in memory throughout: the kernels widen each element they load, and the queries,
   /// keys, values and attention output are rounded to bf16.
   Bf16,
+  /// As F32, but the projections multiply bf16 by bf16 on AVX512-BF16's pair dot products
+  /// (vdpbf16ps, f32 sums): their inputs stay bf16 (the attention output is rounded to bf16
+  /// first), their weights are prepared as bf16 pairs.
+  Dot,
 };
 
 /// Tiling of the four projections, as matmuls [M = rows, N = out features, K = in features].
@@ -53,6 +57,10 @@ struct ProjectionSchedule {
   /// Projections whose weights are not packed (widths that are no whole number of panels)
   /// split a cache tile's reduction into blocks of this many input features.
   int64_t reductionBlock = 0;
+  /// Panel projections split a cache tile's reduction into blocks of this many input features
+  /// (0: one block, the whole reduction), so that a block of a panel stays in L2 while every
+  /// register tile of the cache tile passes over it.
+  int64_t panelReductionBlock = 0;
   /// Steps of a panel register tile's reduction loop per iteration (unrolled).
   int64_t reductionUnroll = 0;
   /// Splits a projection's last cache tile off into a projection of its own, whose edge rows

@@ -35,6 +35,8 @@ constexpr KnobId kFitOrder[] = {
     KnobId::ProjectionRegisterRows,
     KnobId::ProjectionCacheRows,
     KnobId::ProjectionCacheCols,
+    KnobId::ProjectionPanelReductionBlock,
+    KnobId::Bf16Compute,
     // The Halide backend's: tiles (vectors before rows), then the blocks made of them.
     KnobId::HalideProjectionVectors,
     KnobId::HalideProjectionRows,
@@ -84,6 +86,21 @@ int64_t balancedCacheCols(const LayerSpec &layer, const Schedule &schedule) {
   return std::max(p.registerCols, narrowest / kMinColumnTasks / p.registerCols * p.registerCols);
 }
 
+/// Input features per block of a weight panel (projection_panel_reduction_block = 0 in a
+/// default file): the whole reduction (0) while a panel and a cache tile's input rows fit in
+/// half of L2, else blocks whose panel and input rows do (a multiple of 64 features), so that
+/// both stay in L2 while every register tile of the cache tile passes over them.
+int64_t panelReductionBlock(const LayerSpec &layer, const CpuTarget &target,
+                            const Schedule &schedule) {
+  const ProjectionSchedule &p = schedule.projection;
+  int64_t featureBytes = 4 * (p.registerCols + p.cacheRows);
+  int64_t widest = std::max({layer.modelDim, layer.kvDim, layer.heads * layer.headDim});
+  int64_t budget = target.l2Bytes / 2;
+  if (featureBytes <= 0 || widest * featureBytes <= budget)
+    return 0;
+  return std::max<int64_t>(64, budget / featureBytes / 64 * 64);
+}
+
 /// The first value to try for a defaulted knob. The p.v tile's vectors split the head into
 /// chunks of about equal width (a head of 5 vectors in chunks of 3 and 2, not 4 and 1); the
 /// cache columns of a few rows balance their tasks (balancedCacheCols).
@@ -93,6 +110,16 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
     int64_t balanced = balancedCacheCols(layer, schedule);
     return balanced > 0 ? std::min(value, balanced) : value;
   }
+  if (id == KnobId::ProjectionPanelReductionBlock && value == 0)
+    return panelReductionBlock(layer, target, schedule);
+  // The pair dot products where they are the faster arithmetic and the layer's widths pair
+  // up; elsewhere the f32 kernels (never bf16 storage, the choice fitting would fall to next).
+  if (id == KnobId::Bf16Compute)
+    return value == static_cast<int64_t>(Bf16Compute::Dot) &&
+                   !(layer.dtype == DType::BF16 && target.bf16DotOutrunsFma &&
+                     pairsFitProjections(layer, schedule))
+               ? static_cast<int64_t>(Bf16Compute::F32)
+               : value;
   if (id != KnobId::AttentionValueTileVectors)
     return value;
   int64_t head = vectorsFor(layer.headDim, target.lanes());

@@ -121,9 +121,9 @@ constexpr llvm::StringLiteral kPanelReductionAttr = "mhac.panel_reduction";
 
 LogicalResult applyTilingScript(Operation *function, const Schedule &schedule) {
   const ProjectionSchedule &p = schedule.projection;
-  const int64_t params[] = {p.cacheRows,    p.cacheCols,    p.cacheCols / p.registerCols,
-                            p.registerRows, p.registerCols, p.reductionBlock,
-                            p.transposeTile};
+  const int64_t params[] = {p.cacheRows,    p.cacheCols,      p.cacheCols / p.registerCols,
+                            p.registerRows, p.registerCols,   p.reductionBlock,
+                            p.transposeTile, p.panelReductionBlock};
   if (!schedule.projectionTransform.empty())
     return applyUserTilingScript(schedule.projectionTransform, function, params);
   return applyLibrary("tiling", kTilingEntry, function, params);

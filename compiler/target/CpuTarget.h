@@ -40,6 +40,10 @@ struct CpuTarget {
   /// (32 KiB, 1 MiB) for a named CPU.
   int64_t l1Bytes = 32 * 1024;
   int64_t l2Bytes = 1024 * 1024;
+  /// AVX512-BF16's pair dot products (vdpbf16ps), and whether they outrun the f32 FMAs: twice
+  /// their FLOPs on AMD's Zen 4 and Zen 5, half on Intel's cores (which have AMX for bf16).
+  bool avx512bf16 = false;
+  bool bf16DotOutrunsFma = false;
   /// Set for `--target cuda:*`: the GPU that runs the layers' kernels.
   std::optional<CudaDevice> cuda;
 

@@ -38,6 +38,8 @@ CpuTarget cpuTarget(StringRef name, StringRef cpu, const StringMap<bool> &cpuFea
     features.AddFeature("prefer-256-bit", false);
   if (avx512 && cpu.starts_with("znver"))
     target.tuneCpu = "x86-64-v4";
+  target.avx512bf16 = cpuFeatures.lookup("avx512bf16");
+  target.bf16DotOutrunsFma = target.avx512bf16 && cpu.starts_with("znver");
   target.features = features.getString();
   return target;
 }

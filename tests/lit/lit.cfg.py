@@ -48,6 +48,8 @@ try:
         config.available_features.add("x86-64-v3")
         if {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"} <= set(flags):
             config.available_features.add("x86-64-v4")
+            if "avx512_bf16" in flags:
+                config.available_features.add("avx512bf16")
 except OSError:
     pass
 

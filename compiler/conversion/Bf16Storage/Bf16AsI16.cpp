@@ -55,6 +55,13 @@ Attribute retype(Attribute value) {
   return {};
 }
 
+/// AVX512-BF16's dot products, which compute on bf16 itself (vdpbf16ps): their operands are
+/// bit-cast back to bf16 where they are used.
+bool computesOnBf16(Operation *op) {
+  auto intrinsic = dyn_cast<LLVM::CallIntrinsicOp>(op);
+  return intrinsic && intrinsic.getIntrin().starts_with("llvm.x86.avx512bf16.");
+}
+
 /// Ops that only move bits: their bf16 operands and results may be i16 instead.
 bool onlyMovesBits(Operation *op) {
   return isa<LLVM::LoadOp, LLVM::StoreOp, LLVM::SelectOp, LLVM::InsertValueOp, LLVM::ExtractValueOp,
@@ -68,7 +75,7 @@ struct Bf16AsI16 : impl::Bf16AsI16Base<Bf16AsI16> {
     WalkResult walk = getOperation()->walk([&](Operation *op) -> WalkResult {
       bool touchesBf16 = llvm::any_of(op->getOperandTypes(), [](Type t) { return retype(t); }) ||
                          llvm::any_of(op->getResultTypes(), [](Type t) { return retype(t); });
-      if (touchesBf16 && !onlyMovesBits(op))
+      if (touchesBf16 && !onlyMovesBits(op) && !computesOnBf16(op))
         return op->emitOpError("computes on bf16 values, which should have been expanded "
                                "into integer operations before the LLVM dialect");
       for (Region &region : op->getRegions())
@@ -89,6 +96,18 @@ struct Bf16AsI16 : impl::Bf16AsI16Base<Bf16AsI16> {
     });
     if (walk.wasInterrupted())
       return signalPassFailure();
+    getOperation()->walk([](Operation *op) {
+      if (!computesOnBf16(op))
+        return;
+      OpBuilder b(op);
+      for (OpOperand &operand : op->getOpOperands()) {
+        auto vector = dyn_cast<VectorType>(operand.get().getType());
+        if (vector && vector.getElementType().isInteger(16))
+          operand.set(LLVM::BitcastOp::create(b, op->getLoc(),
+                                              vector.clone(BFloat16Type::get(op->getContext())),
+                                              operand.get()));
+      }
+    });
     // Bitcasts between bf16 and i16 (from the expanded conversions) now cast i16 to itself.
     getOperation()->walk([](LLVM::BitcastOp cast) {
       if (cast.getArg().getType() == cast.getType()) {

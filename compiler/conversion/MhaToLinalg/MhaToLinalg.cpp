@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace mhac {
@@ -87,20 +88,38 @@ struct RowRange {
 
 /// acc[m][p][c] = init[m][p][c] + sum_k x[m][k] * Wp[p][k][c], over loops (m, panel, column in
 /// panel, k), with init the bias broadcast over the rows of `acc` (or zero): one panel
-/// projection op, marked for the schedule.
+/// projection op, marked for the schedule. With weights packed in bf16 pairs
+/// (Wp[p][k / 2][c][2], packPairPanels), the input is seen as x[m][k / 2][2] and the loops are
+/// (m, panel, column in panel, pair, half), marked `mhac.bf16_pairs` too.
 Value panelMultiply(PatternRewriter &rewriter, Location loc, Value input, Value packed,
                     Value bias, Value acc) {
   MLIRContext *ctx = rewriter.getContext();
   Type f32 = rewriter.getF32Type();
   Value init = initAccumulator(rewriter, loc, bias, acc);
-  auto parallel = utils::IteratorType::parallel;
+  auto parallel = utils::IteratorType::parallel, reduction = utils::IteratorType::reduction;
   auto dim = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  bool pairs = cast<RankedTensorType>(packed.getType()).getRank() == 4;
   SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {dim(0), dim(3)}, ctx),
                                  AffineMap::get(4, 0, {dim(1), dim(3), dim(2)}, ctx),
                                  AffineMap::get(4, 0, {dim(0), dim(1), dim(2)}, ctx)};
+  SmallVector<utils::IteratorType> iterators = {parallel, parallel, parallel, reduction};
+  if (pairs) {
+    auto inputType = cast<RankedTensorType>(input.getType());
+    int64_t features = inputType.getDimSize(1);
+    input = tensor::ExpandShapeOp::create(
+        rewriter, loc,
+        RankedTensorType::get({inputType.getDimSize(0), features / 2, 2},
+                              inputType.getElementType()),
+        input, ArrayRef<ReassociationIndices>{{0}, {1, 2}},
+        ArrayRef<OpFoldResult>{tensor::getMixedSize(rewriter, loc, input, 0),
+                               rewriter.getIndexAttr(features / 2), rewriter.getIndexAttr(2)});
+    maps = {AffineMap::get(5, 0, {dim(0), dim(3), dim(4)}, ctx),
+            AffineMap::get(5, 0, {dim(1), dim(3), dim(2), dim(4)}, ctx),
+            AffineMap::get(5, 0, {dim(0), dim(1), dim(2)}, ctx)};
+    iterators.push_back(reduction);
+  }
   auto product = linalg::GenericOp::create(
-      rewriter, loc, acc.getType(), ValueRange{input, packed}, ValueRange{init}, maps,
-      ArrayRef<utils::IteratorType>{parallel, parallel, parallel, utils::IteratorType::reduction},
+      rewriter, loc, acc.getType(), ValueRange{input, packed}, ValueRange{init}, maps, iterators,
       [&](OpBuilder &b, Location nested, ValueRange args) {
         Value x = args[0], w = args[1];
         if (x.getType() != f32)
@@ -112,11 +131,74 @@ Value panelMultiply(PatternRewriter &rewriter, Location loc, Value input, Value 
         linalg::YieldOp::create(b, nested, sum);
       });
   product->setAttr(kProjectionAttr, rewriter.getUnitAttr());
+  if (pairs)
+    product->setAttr(kBf16PairsAttr, rewriter.getUnitAttr());
   return product.getResult(0);
 }
 
+/// W [N, K] packed as column panels Wp[N / P][K][P] (P = `panel`): W viewed as [N / P][P][K],
+/// transposed.
+Value packPanels(PatternRewriter &rewriter, Location loc, Value weight, int64_t panel) {
+  auto weightType = cast<RankedTensorType>(weight.getType());
+  int64_t out = weightType.getDimSize(0), in = weightType.getDimSize(1);
+  Type weightElement = weightType.getElementType();
+  Value split = tensor::ExpandShapeOp::create(
+      rewriter, loc, RankedTensorType::get({out / panel, panel, in}, weightElement), weight,
+      ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+  Value packedEmpty = tensor::EmptyOp::create(
+      rewriter, loc, ArrayRef<int64_t>{out / panel, in, panel}, weightElement);
+  return linalg::TransposeOp::create(rewriter, loc, split, packedEmpty, ArrayRef<int64_t>{0, 2, 1})
+      .getResult()[0];
+}
+
+/// W [N, K] (bf16) packed as column panels of input pairs Wp[N / P][K / 2][P][2]: a panel row
+/// holds, for each of its P columns, two consecutive input features, as vdpbf16ps multiplies
+/// them (with a broadcast pair of the input row).
+Value packPairPanels(PatternRewriter &rewriter, Location loc, Value weight, int64_t panel) {
+  auto weightType = cast<RankedTensorType>(weight.getType());
+  int64_t out = weightType.getDimSize(0), in = weightType.getDimSize(1);
+  Type weightElement = weightType.getElementType();
+  Value split = tensor::ExpandShapeOp::create(
+      rewriter, loc, RankedTensorType::get({out / panel, panel, in / 2, 2}, weightElement), weight,
+      ArrayRef<ReassociationIndices>{{0, 1}, {2, 3}});
+  Value packedEmpty = tensor::EmptyOp::create(
+      rewriter, loc, ArrayRef<int64_t>{out / panel, in / 2, panel, 2}, weightElement);
+  return linalg::TransposeOp::create(rewriter, loc, split, packedEmpty,
+                                     ArrayRef<int64_t>{0, 2, 1, 3})
+      .getResult()[0];
+}
+
+/// `value` in bf16 for a projection of pairs: the bf16 tensor a widened layer widened it from
+/// (mhac-widen-bf16-layer's linalg.generic of one arith.extf), or else `value` rounded to bf16
+/// (the attention's output).
+Value inBf16(PatternRewriter &rewriter, Location loc, Value value) {
+  Type bf16 = rewriter.getBF16Type();
+  if (auto widening = value.getDefiningOp<linalg::GenericOp>())
+    if (widening.getNumDpsInputs() == 1 &&
+        getElementTypeOrSelf(widening.getDpsInputs()[0].getType()) == bf16 &&
+        llvm::hasSingleElement(widening.getBody()->without_terminator()) &&
+        isa<arith::ExtFOp>(widening.getBody()->front()))
+      return widening.getDpsInputs()[0];
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<Value> dynamicSizes;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (type.isDynamicDim(i))
+      dynamicSizes.push_back(tensor::DimOp::create(rewriter, loc, value, i));
+  Value empty = tensor::EmptyOp::create(rewriter, loc, type.getShape(), bf16, dynamicSizes);
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(type.getRank(), rewriter.getContext());
+  SmallVector<utils::IteratorType> parallel(type.getRank(), utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             rewriter, loc, empty.getType(), ValueRange{value}, ValueRange{empty},
+             ArrayRef<AffineMap>{identity, identity}, parallel,
+             [&](OpBuilder &b, Location at, ValueRange args) {
+               Value rounded = arith::TruncFOp::create(b, at, bf16, args[0]);
+               linalg::YieldOp::create(b, at, rounded);
+             })
+      .getResult(0);
+}
+
 /// y[M, N] = x[M, K] W[N, K]^T + bias, accumulated in f32, with the weight prepared as column
-/// panels Wp[N / P][K][P] (P = `panel`): each panel is contiguous, so a register tile streams
+/// panels (`packed`, packPanels' or packPairPanels' layout): each panel is contiguous, so a register tile streams
 /// one panel's rows from consecutive cache lines. The output is seen as [M][N / P][P] (a free
 /// reshape) and the accumulator starts at the bias.
 ///
@@ -127,23 +209,10 @@ Value panelMultiply(PatternRewriter &rewriter, Location loc, Value input, Value 
 /// panel is in L2. Left inside a tiled projection, those rows (a number the tiling cannot
 /// prove) would go one at a time, each accumulator's FMAs a latency apart; split off as a
 /// projection of their own rows alone, they would read every panel once more, from L3.
-Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, mha::LinearOp op,
-                   Value destination, int64_t panel, int64_t rowTile, int64_t cacheRows) {
-  auto weightType = op.getWeight().getType();
-  int64_t out = weightType.getDimSize(0), in = weightType.getDimSize(1);
-  int64_t panels = out / panel;
-  Type weightElement = weightType.getElementType();
-
-  // Wp = W viewed as [N / P][P][K], transposed to [N / P][K][P].
-  Value split = tensor::ExpandShapeOp::create(
-      rewriter, loc, RankedTensorType::get({panels, panel, in}, weightElement), op.getWeight(),
-      ArrayRef<ReassociationIndices>{{0, 1}, {2}});
-  Value packedEmpty =
-      tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{panels, in, panel}, weightElement);
-  Value packed = linalg::TransposeOp::create(rewriter, loc, split, packedEmpty,
-                                             ArrayRef<int64_t>{0, 2, 1})
-                     .getResult()[0];
-  markPrepared(packed);
+Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, Value packed,
+                   Value bias, Value destination, int64_t rowTile, int64_t cacheRows) {
+  auto packedType = cast<RankedTensorType>(packed.getType());
+  int64_t panels = packedType.getDimSize(0), panel = packedType.getDimSize(2);
 
   // The accumulator [M][N / P][P] (the destination [M][N] seen so), from the bias seen as
   // [N / P][P], or zero.
@@ -155,7 +224,6 @@ Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, mha::Li
                                         rewriter.getIndexAttr(panel)};
   Value acc = tensor::ExpandShapeOp::create(
       rewriter, loc, accType, destination, ArrayRef<ReassociationIndices>{{0}, {1, 2}}, accShape);
-  Value bias = op.getBias();
   if (bias)
     bias = tensor::ExpandShapeOp::create(
         rewriter, loc,
@@ -187,6 +255,102 @@ Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, mha::Li
   }
   return tensor::CollapseShapeOp::create(rewriter, loc, acc,
                                          ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+}
+
+/// The widths of the column blocks a projection of `out` features is computed in: whole
+/// panels of `panel` first, then the rest in power-of-two blocks of at least 8 features, each a
+/// panel projection of its own (a panel of 48 or 80 would be a register row of 3 or 5 vectors,
+/// which LLVM widens to 4 or 8 and spills). Empty when the rest is no multiple of 8: those
+/// projections are unpacked matmuls.
+SmallVector<int64_t> columnBlocks(int64_t out, int64_t panel) {
+  SmallVector<int64_t> blocks;
+  if (panel <= 0 || out % 8 != 0)
+    return blocks;
+  if (out >= panel)
+    blocks.push_back(out / panel * panel);
+  for (int64_t rest = out % panel, width = panel; rest > 0; width /= 2)
+    if (rest >= width) {
+      blocks.push_back(width);
+      rest -= width;
+    }
+  return blocks;
+}
+
+/// `value`'s slice [first, first + count) along dimension `dim` (of any rank).
+Value sliceAlong(OpBuilder &b, Location loc, Value value, int64_t dim, int64_t first,
+                 int64_t count) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, value);
+  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  offsets[dim] = b.getIndexAttr(first);
+  sizes[dim] = b.getIndexAttr(count);
+  return tensor::ExtractSliceOp::create(b, loc, value, offsets, sizes, strides);
+}
+
+/// The panel products of a projection in column blocks (columnBlocks), each written into its
+/// columns of `destination` [M, N]. The blocks' panels are prepared as one weight: each
+/// block's packed panels, flattened, one after the other. With `pairs` (whole panels only),
+/// the product of bf16 pairs (packPairPanels), `input` already in bf16.
+Value blockedPanelProduct(PatternRewriter &rewriter, Location loc, Value input, mha::LinearOp op,
+                          Value destination, ArrayRef<int64_t> blocks, int64_t panel,
+                          int64_t rowTile, int64_t cacheRows, bool pairs) {
+  Value weight = op.getWeight(), bias = op.getBias();
+  if (pairs) {
+    Value packed = packPairPanels(rewriter, loc, inBf16(rewriter, loc, weight), panel);
+    markPrepared(packed);
+    return panelProduct(rewriter, loc, input, packed, bias, destination, rowTile, cacheRows);
+  }
+  if (blocks.size() == 1) {
+    Value packed = packPanels(rewriter, loc, weight, std::min(blocks.front(), panel));
+    markPrepared(packed);
+    return panelProduct(rewriter, loc, input, packed, bias, destination, rowTile, cacheRows);
+  }
+  auto weightType = cast<RankedTensorType>(weight.getType());
+  int64_t in = weightType.getDimSize(1);
+  Type weightElement = weightType.getElementType();
+  auto flatSlice = [&](int64_t first, int64_t width) {
+    return std::pair{SmallVector<OpFoldResult>{rewriter.getIndexAttr(first * in)},
+                     SmallVector<OpFoldResult>{rewriter.getIndexAttr(width * in)}};
+  };
+  SmallVector<OpFoldResult> unit = {rewriter.getIndexAttr(1)};
+  auto flatType = [&](int64_t width) { return RankedTensorType::get({width * in}, weightElement); };
+  Value prepared = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{weightType.getNumElements()},
+                                           weightElement);
+  int64_t first = 0;
+  for (int64_t width : blocks) {
+    Value packed = packPanels(rewriter, loc, sliceAlong(rewriter, loc, weight, 0, first, width),
+                              std::min(width, panel));
+    Value flat = tensor::CollapseShapeOp::create(rewriter, loc, flatType(width), packed,
+                                                 ArrayRef<ReassociationIndices>{{0, 1, 2}});
+    auto [offsets, sizes] = flatSlice(first, width);
+    prepared = tensor::InsertSliceOp::create(rewriter, loc, flat, prepared, offsets, sizes, unit);
+    first += width;
+  }
+  markPrepared(prepared);
+
+  Value result = destination;
+  first = 0;
+  for (int64_t width : blocks) {
+    int64_t blockPanel = std::min(width, panel);
+    auto [offsets, sizes] = flatSlice(first, width);
+    Value flat = tensor::ExtractSliceOp::create(rewriter, loc, flatType(width), prepared, offsets,
+                                                sizes, unit);
+    Value packed = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get({width / blockPanel, in, blockPanel}, weightElement),
+        flat, ArrayRef<ReassociationIndices>{{0, 1, 2}});
+    Value blockBias = bias ? sliceAlong(rewriter, loc, bias, 0, first, width) : Value();
+    Value columns = sliceAlong(rewriter, loc, result, 1, first, width);
+    Value product = panelProduct(rewriter, loc, input, packed, blockBias, columns, rowTile,
+                                 cacheRows);
+    SmallVector<OpFoldResult> at = {rewriter.getIndexAttr(0), rewriter.getIndexAttr(first)};
+    SmallVector<OpFoldResult> size = {tensor::getMixedSize(rewriter, loc, result, 0),
+                                      rewriter.getIndexAttr(width)};
+    SmallVector<OpFoldResult> ones(2, rewriter.getIndexAttr(1));
+    result = tensor::InsertSliceOp::create(rewriter, loc, product, result, at, size, ones);
+    first += width;
+  }
+  return result;
 }
 
 /// Whether every use of the projection's result is as the keys or values of an attention.
@@ -256,9 +420,9 @@ private:
 
 struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
   LinearOpLowering(MLIRContext *ctx, int64_t panelWidth, int64_t rowTile, int64_t cacheRows,
-                   int64_t rowPadding)
+                   int64_t rowPadding, bool bf16Pairs)
       : OpRewritePattern(ctx), panelWidth(panelWidth), rowTile(rowTile), cacheRows(cacheRows),
-        rowPadding(rowPadding) {}
+        rowPadding(rowPadding), bf16Pairs(bf16Pairs) {}
 
   LogicalResult matchAndRewrite(mha::LinearOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -269,8 +433,14 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
     int64_t rank = inputType.getRank();
     int64_t outFeatures = resultType.getDimSize(rank - 1);
 
+    // Projections of bf16 pairs: whole panels of an even number of input features (the
+    // schedule's rule), and bf16 inputs.
+    SmallVector<int64_t> blocks = columnBlocks(outFeatures, panelWidth);
+    bool pairs = bf16Pairs && blocks.size() == 1 && blocks.front() % panelWidth == 0 &&
+                 inputType.getDimSize(rank - 1) % 2 == 0;
+
     // Collapse the leading dimensions into one row dimension: [..., K] -> [M, K].
-    Value input = op.getInput();
+    Value input = pairs ? inBf16(rewriter, loc, op.getInput()) : op.getInput();
     int64_t rows = 1;
     for (int64_t i = 0; i + 1 < rank; ++i)
       rows = ShapedType::isDynamic(inputType.getDimSize(i)) || ShapedType::isDynamic(rows)
@@ -312,9 +482,9 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
                                                                      ArrayRef<int64_t>{rows, outFeatures},
                                                                      f32, dynamicRows);
     Value product;
-    if (panelWidth > 0 && outFeatures % panelWidth == 0)
-      product =
-          panelProduct(rewriter, loc, input, op, accumulator, panelWidth, rowTile, cacheRows);
+    if (!blocks.empty())
+      product = blockedPanelProduct(rewriter, loc, input, op, accumulator, blocks, panelWidth,
+                                    rowTile, cacheRows, pairs);
     else
       product = matmulProduct(rewriter, loc, input, op, accumulator, rowPadding);
 
@@ -405,6 +575,7 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
   }
 
   int64_t panelWidth, rowTile, cacheRows, rowPadding;
+  bool bf16Pairs;
 };
 
 struct ConvertMhaToLinalgPass : impl::ConvertMhaToLinalgBase<ConvertMhaToLinalgPass> {
@@ -417,9 +588,21 @@ struct ConvertMhaToLinalgPass : impl::ConvertMhaToLinalgBase<ConvertMhaToLinalgP
                                "negative");
       return signalPassFailure();
     }
-    patterns.add<LinearOpLowering>(&getContext(), panelWidth, rowTile, cacheRows, rowPadding);
+    patterns.add<LinearOpLowering>(&getContext(), panelWidth, rowTile, cacheRows, rowPadding,
+                                   bf16Pairs);
     // One walk, without folding: each projection is rewritten exactly once, as written.
     walkAndApplyPatterns(getOperation(), std::move(patterns));
+    // Projections of bf16 pairs read the tensors a widened layer widened: the widenings they
+    // left unused go, so that no weight is read both prepared and as it is.
+    if (bf16Pairs) {
+      SmallVector<Operation *> dead;
+      getOperation().walk([&](linalg::GenericOp op) {
+        if (isOpTriviallyDead(op))
+          dead.push_back(op);
+      });
+      for (Operation *op : dead)
+        op->erase();
+    }
   }
 };
 

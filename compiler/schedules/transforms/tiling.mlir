@@ -69,22 +69,96 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 
-  // Matches a panel projection's register tile of static shape.
+  // Matches an f32 panel projection's register tile of static shape (loops: row, panel,
+  // column, input).
   transform.named_sequence @match_full_panel_tile(%op: !transform.any_op {transform.readonly})
       -> !transform.any_op {
-    transform.match.operation_name %op ["linalg.generic"] : !transform.any_op
     transform.match.structured %op : !transform.any_op {
     ^bb0(%s: !transform.any_op):
       %zero = transform.param.constant 0 : i64 -> !transform.param<i64>
+      %rank = transform.match.structured.rank %s : (!transform.any_op) -> !transform.param<i64>
+      %expected = transform.param.constant 4 : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %rank, %expected : !transform.param<i64>
       %d0 = transform.match.structured.dim %s[0] : (!transform.any_op) -> !transform.param<i64>
-      %d3 = transform.match.structured.dim %s[3] : (!transform.any_op) -> !transform.param<i64>
       transform.match.param.cmpi ge %d0, %zero : !transform.param<i64>
+      %d3 = transform.match.structured.dim %s[3] : (!transform.any_op) -> !transform.param<i64>
       transform.match.param.cmpi ge %d3, %zero : !transform.param<i64>
       transform.match.structured.yield
     }
     transform.yield %op : !transform.any_op
   }
+  // Matches an f32 panel projection's edge rows of a dynamic count.
+  transform.named_sequence @match_edge_panel_tile(%op: !transform.any_op {transform.readonly})
+      -> !transform.any_op {
+    transform.match.structured %op : !transform.any_op {
+    ^bb0(%s: !transform.any_op):
+      %zero = transform.param.constant 0 : i64 -> !transform.param<i64>
+      %rank = transform.match.structured.rank %s : (!transform.any_op) -> !transform.param<i64>
+      %expected = transform.param.constant 4 : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %rank, %expected : !transform.param<i64>
+      %d0 = transform.match.structured.dim %s[0] : (!transform.any_op) -> !transform.param<i64>
+      transform.match.param.cmpi lt %d0, %zero : !transform.param<i64>
+      transform.match.structured.yield
+    }
+    transform.yield %op : !transform.any_op
+  }
+  // The same of a projection of bf16 pairs (loops: row, panel, column, pair, half).
+  transform.named_sequence @match_full_pair_tile(%op: !transform.any_op {transform.readonly})
+      -> !transform.any_op {
+    transform.match.structured %op : !transform.any_op {
+    ^bb0(%s: !transform.any_op):
+      %zero = transform.param.constant 0 : i64 -> !transform.param<i64>
+      %rank = transform.match.structured.rank %s : (!transform.any_op) -> !transform.param<i64>
+      %expected = transform.param.constant 5 : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %rank, %expected : !transform.param<i64>
+      %d0 = transform.match.structured.dim %s[0] : (!transform.any_op) -> !transform.param<i64>
+      transform.match.param.cmpi ge %d0, %zero : !transform.param<i64>
+      %d3 = transform.match.structured.dim %s[3] : (!transform.any_op) -> !transform.param<i64>
+      transform.match.param.cmpi ge %d3, %zero : !transform.param<i64>
+      transform.match.structured.yield
+    }
+    transform.yield %op : !transform.any_op
+  }
+  transform.named_sequence @match_edge_pair_tile(%op: !transform.any_op {transform.readonly})
+      -> !transform.any_op {
+    transform.match.structured %op : !transform.any_op {
+    ^bb0(%s: !transform.any_op):
+      %zero = transform.param.constant 0 : i64 -> !transform.param<i64>
+      %rank = transform.match.structured.rank %s : (!transform.any_op) -> !transform.param<i64>
+      %expected = transform.param.constant 5 : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %rank, %expected : !transform.param<i64>
+      %d0 = transform.match.structured.dim %s[0] : (!transform.any_op) -> !transform.param<i64>
+      transform.match.param.cmpi lt %d0, %zero : !transform.param<i64>
+      transform.match.structured.yield
+    }
+    transform.yield %op : !transform.any_op
+  }
 
+  // Matches a panel projection whose reduction is deeper than one panel reduction block (a
+  // block of 0 is the whole reduction).
+  transform.named_sequence @match_deep_panel_reduction(
+      %op: !transform.any_op {transform.readonly},
+      %block: !transform.param<i64> {transform.readonly})
+      -> (!transform.any_op, !transform.param<i64>) {
+    transform.match.operation_name %op ["linalg.generic"] : !transform.any_op
+    %k = transform.match.structured %op : (!transform.any_op) -> !transform.param<i64> {
+    ^bb0(%s: !transform.any_op):
+      %d3 = transform.match.structured.dim %s[3] : (!transform.any_op) -> !transform.param<i64>
+      transform.match.structured.yield %d3 : !transform.param<i64>
+    }
+    %zero = transform.param.constant 0 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi gt %block, %zero : !transform.param<i64>
+    transform.match.param.cmpi gt %k, %block : !transform.param<i64>
+    transform.yield %op, %block : !transform.any_op, !transform.param<i64>
+  }
+  // Splits a panel projection's reduction into blocks, the last one peeled if partial.
+  transform.named_sequence @block_panel_reduction(%op: !transform.any_op {transform.consumed},
+      %block: !transform.param<i64> {transform.readonly}) {
+    %blocked, %depth = transform.structured.tile_using_for %op tile_sizes [0, 0, 0, %block]
+        : (!transform.any_op, !transform.param<i64>) -> (!transform.any_op, !transform.any_op)
+    transform.include @peel failures(suppress) (%depth) : (!transform.any_op) -> ()
+    transform.yield
+  }
   transform.named_sequence @vectorize_full_panel_tile(%tile: !transform.any_op {transform.consumed}) {
     %step, %reduction = transform.structured.tile_using_for %tile tile_sizes [0, 0, 0, 1]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
@@ -92,19 +166,67 @@ module attributes {transform.with_named_sequence} {
     transform.structured.vectorize %step : !transform.any_op
     transform.yield
   }
+  // A tile of bf16 pairs: one pair of inputs a step, left for mhac-vectorize-bf16-pairs,
+  // which turns each step into vdpbf16ps.
+  transform.named_sequence @tile_full_pair_tile(%tile: !transform.any_op {transform.consumed}) {
+    %step, %reduction = transform.structured.tile_using_for %tile tile_sizes [0, 0, 0, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.annotate %reduction "mhac.panel_reduction" : !transform.any_op
+    transform.yield
+  }
+  // Edge rows one at a time, each step of the reduction vectorized (f32) or left for
+  // mhac-vectorize-bf16-pairs (bf16 pairs).
+  transform.named_sequence @vectorize_edge_rows(%tile: !transform.any_op {transform.consumed}) {
+    %row, %rowLoop, %rowReduction = transform.structured.tile_using_for %tile
+        tile_sizes [1, 0, 0, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    transform.structured.vectorize %row : !transform.any_op
+    transform.yield
+  }
+  transform.named_sequence @tile_edge_pair_rows(%tile: !transform.any_op {transform.consumed}) {
+    %row, %rowLoop, %rowReduction = transform.structured.tile_using_for %tile
+        tile_sizes [1, 0, 0, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    transform.yield
+  }
 
-  // Matches an accumulator initialization (the bias broadcast or the zero fill) of static shape.
+  // Matches an accumulator initialization (the bias broadcast or the zero fill, over the
+  // accumulator's [row][panel][column]) of static shape, and of a dynamic row count.
   transform.named_sequence @match_full_init(%op: !transform.any_op {transform.readonly})
       -> !transform.any_op {
     transform.match.operation_name %op ["linalg.generic", "linalg.fill"] : !transform.any_op
     transform.match.structured %op : !transform.any_op {
     ^bb0(%s: !transform.any_op):
       %zero = transform.param.constant 0 : i64 -> !transform.param<i64>
+      %rank = transform.match.structured.rank %s : (!transform.any_op) -> !transform.param<i64>
+      %three = transform.param.constant 3 : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %rank, %three : !transform.param<i64>
       %d0 = transform.match.structured.dim %s[0] : (!transform.any_op) -> !transform.param<i64>
       transform.match.param.cmpi ge %d0, %zero : !transform.param<i64>
       transform.match.structured.yield
     }
     transform.yield %op : !transform.any_op
+  }
+  transform.named_sequence @match_edge_init(%op: !transform.any_op {transform.readonly})
+      -> !transform.any_op {
+    transform.match.operation_name %op ["linalg.generic", "linalg.fill"] : !transform.any_op
+    transform.match.structured %op : !transform.any_op {
+    ^bb0(%s: !transform.any_op):
+      %zero = transform.param.constant 0 : i64 -> !transform.param<i64>
+      %rank = transform.match.structured.rank %s : (!transform.any_op) -> !transform.param<i64>
+      %three = transform.param.constant 3 : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %rank, %three : !transform.param<i64>
+      %d0 = transform.match.structured.dim %s[0] : (!transform.any_op) -> !transform.param<i64>
+      transform.match.param.cmpi lt %d0, %zero : !transform.param<i64>
+      transform.match.structured.yield
+    }
+    transform.yield %op : !transform.any_op
+  }
+  transform.named_sequence @vectorize_rows(%op: !transform.any_op {transform.consumed}) {
+    %row, %rowLoop = transform.structured.tile_using_for %op tile_sizes [1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.structured.vectorize %row : !transform.any_op
+    transform.yield
   }
 
   transform.named_sequence @vectorize(%op: !transform.any_op {transform.consumed}) {
@@ -121,13 +243,16 @@ module attributes {transform.with_named_sequence} {
       %registerRows: !transform.param<i64> {transform.readonly},
       %registerCols: !transform.param<i64> {transform.readonly},
       %reductionBlock: !transform.param<i64> {transform.readonly},
-      %transposeTile: !transform.param<i64> {transform.readonly}) {
+      %transposeTile: !transform.param<i64> {transform.readonly},
+      %panelReductionBlock: !transform.param<i64> {transform.readonly}) {
     // Panel projections (weights packed as [N / P][K][P]): cache tiles of rows x panels as an
     // scf.forall; inside, one panel at a time, and for each panel the register tiles of rows x
     // that panel, each over the whole reduction: its accumulators start from the bias (or zero)
     // in registers and are stored once, and the panel (K x P) stays in L2 while the cache
     // tile's rows pass over it. `structured.fuse` moves the initialization into each register
-    // tile through the loops' iteration arguments. Full tiles are vectorized and their
+    // tile through the loops' iteration arguments. (Where a panel and the rows would not stay
+    // in L2, the reduction is first split into blocks of %panelReductionBlock, and the register
+    // tiles of each block start from the cache tile's accumulators in memory.) Full tiles are vectorized and their
     // reduction loops marked to be unrolled; edge rows of a dynamic count go one by one. A
     // projection of at most a cache tile's rows (a small layer, or the last cache tile that
     // convert-mha-to-linalg splits off) has a forall dimension of one iteration: the loop
@@ -143,43 +268,40 @@ module attributes {transform.with_named_sequence} {
           tile_sizes [%cacheRows, %cachePanels]
           : (!transform.any_op, !transform.param<i64>, !transform.param<i64>)
           -> (!transform.any_op, !transform.any_op)
-      %fusedInit, %forall = transform.structured.fuse_into_containing_op %init into %tiles
+      %fusedInit, %tiledForall = transform.structured.fuse_into_containing_op %init into %tiles
           : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
-      %micro, %panels, %rows = transform.structured.fuse %tiled tile_sizes [%registerRows, 1, 0, 0]
-          interchange [1, 0, 2, 3]
-          : (!transform.any_op, !transform.param<i64>)
-          -> (!transform.any_op, !transform.any_op, !transform.any_op)
-      transform.include @peel failures(suppress) (%rows) : (!transform.any_op) -> ()
+      // Panels deeper than a panel reduction block (a panel of a wide layer would not stay in
+      // L2 while the register tiles pass over it): blocks of the reduction, each block's
+      // accumulators kept in the cache tile's buffer between blocks.
+      %forall = transform.foreach_match in %tiledForall, %panelReductionBlock
+          @match_deep_panel_reduction -> @block_panel_reduction
+          : (!transform.any_op, !transform.param<i64>) -> !transform.any_op
+      %blocks = transform.structured.match ops{["linalg.generic"]}
+          attributes {mhac.projection} in %forall : (!transform.any_op) -> !transform.any_op
+      transform.foreach %blocks : !transform.any_op {
+      ^bb1(%block: !transform.any_op):
+        %micro, %panels, %rows = transform.structured.fuse %block
+            tile_sizes [%registerRows, 1, 0, 0] interchange [1, 0, 2, 3]
+            : (!transform.any_op, !transform.param<i64>)
+            -> (!transform.any_op, !transform.any_op, !transform.any_op)
+        transform.include @peel failures(suppress) (%rows) : (!transform.any_op) -> ()
+        transform.yield
+      }
       transform.apply_patterns to %forall {
         transform.apply_patterns.scf.for_loop_canonicalization
         transform.apply_patterns.canonicalization
       } : !transform.any_op
       %vectorized = transform.foreach_match in %forall
-          @match_full_panel_tile -> @vectorize_full_panel_tile
+          @match_full_panel_tile -> @vectorize_full_panel_tile,
+          @match_full_pair_tile -> @tile_full_pair_tile,
+          @match_edge_panel_tile -> @vectorize_edge_rows,
+          @match_edge_pair_tile -> @tile_edge_pair_rows
           : (!transform.any_op) -> !transform.any_op
-      %partial = transform.structured.match ops{["linalg.generic"]}
-          attributes {mhac.projection} in %vectorized : (!transform.any_op) -> !transform.any_op
-      transform.foreach %partial : !transform.any_op {
-      ^bb1(%tile: !transform.any_op):
-        %row, %rowLoop, %rowReduction = transform.structured.tile_using_for %tile
-            tile_sizes [1, 0, 0, 1]
-            : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
-        transform.structured.vectorize %row : !transform.any_op
-        transform.yield
-      }
       // The initializations left: a full tile's is vectorized whole (its broadcast then
       // becomes the accumulators' first value), an edge tile's one row at a time.
-      %withInits = transform.foreach_match in %vectorized @match_full_init -> @vectorize
+      %withInits = transform.foreach_match in %vectorized
+          @match_full_init -> @vectorize, @match_edge_init -> @vectorize_rows
           : (!transform.any_op) -> !transform.any_op
-      %edgeInits = transform.structured.match interface{LinalgOp} in %withInits
-          : (!transform.any_op) -> !transform.any_op
-      transform.foreach %edgeInits : !transform.any_op {
-      ^bb1(%edgeInit: !transform.any_op):
-        %row, %rowLoop = transform.structured.tile_using_for %edgeInit tile_sizes [1]
-            : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-        transform.structured.vectorize %row : !transform.any_op
-        transform.yield
-      }
       transform.yield
     }
 

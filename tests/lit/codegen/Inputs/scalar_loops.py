@@ -12,7 +12,7 @@ import re
 import sys
 
 SCALAR = re.compile(r"^\s+(v?fn?m(add|sub)\d*s[sd]|v?(mul|add|sub|div|max|min)s[sd])\s")
-VECTOR = re.compile(r"^\s+(vfn?m(add|sub)\d*p[sd]|v?(mul|add|sub|max|min)p[sd])\s")
+VECTOR = re.compile(r"^\s+(vfn?m(add|sub)\d*p[sd]|v?(mul|add|sub|max|min)p[sd]|vdpbf16ps)\s")
 BRANCH = re.compile(r"^\s+j\w+\s+(\.LBB\w+)")
 ROLES = ("q", "k", "v", "out", "attention")
 
