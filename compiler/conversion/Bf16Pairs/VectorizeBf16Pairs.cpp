@@ -55,8 +55,8 @@ LogicalResult vectorizeTile(linalg::GenericOp tile) {
         arith::ConstantOp::create(atEntry, loc, atEntry.getZeroAttr(shaped.getElementType()));
     SmallVector<bool> inBounds(shaped.getRank(), true);
     return vector::TransferReadOp::create(
-               b, loc, VectorType::get(shaped.getShape(), shaped.getElementType()), tensor,
-               zeros, padding, inBounds)
+               b, loc, VectorType::get(shaped.getShape(), shaped.getElementType()), tensor, zeros,
+               padding, inBounds)
         .getResult();
   };
   // Operands as the tile holds them: x [R][1][2], the panel row [1][1][P][2], the
@@ -72,9 +72,9 @@ LogicalResult vectorizeTile(linalg::GenericOp tile) {
   auto sliceType = VectorType::get({2 * kLanes}, bf16);
   SmallVector<Value> weightSlices;
   for (int64_t c = 0; c < columns; c += kLanes)
-    weightSlices.push_back(vector::ExtractStridedSliceOp::create(
-        b, loc, panelRow, ArrayRef<int64_t>{2 * c}, ArrayRef<int64_t>{2 * kLanes},
-        ArrayRef<int64_t>{1}));
+    weightSlices.push_back(
+        vector::ExtractStridedSliceOp::create(b, loc, panelRow, ArrayRef<int64_t>{2 * c},
+                                              ArrayRef<int64_t>{2 * kLanes}, ArrayRef<int64_t>{1}));
   for (int64_t r = 0; r < rows; ++r) {
     // The row's pair as one 32-bit word, broadcast to every lane.
     Value pair = vector::ExtractOp::create(b, loc, pairs, ArrayRef<int64_t>{r, 0});

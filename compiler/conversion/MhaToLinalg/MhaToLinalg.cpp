@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/conversion/Passes.h"
+#include "compiler/conversion/Utils/ConvertElements.h"
 #include "dialects/mha/IR/MhaOps.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -179,28 +180,15 @@ Value inBf16(PatternRewriter &rewriter, Location loc, Value value) {
         llvm::hasSingleElement(widening.getBody()->without_terminator()) &&
         isa<arith::ExtFOp>(widening.getBody()->front()))
       return widening.getDpsInputs()[0];
-  auto type = cast<RankedTensorType>(value.getType());
-  SmallVector<Value> dynamicSizes;
-  for (int64_t i = 0; i < type.getRank(); ++i)
-    if (type.isDynamicDim(i))
-      dynamicSizes.push_back(tensor::DimOp::create(rewriter, loc, value, i));
-  Value empty = tensor::EmptyOp::create(rewriter, loc, type.getShape(), bf16, dynamicSizes);
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(type.getRank(), rewriter.getContext());
-  SmallVector<utils::IteratorType> parallel(type.getRank(), utils::IteratorType::parallel);
-  return linalg::GenericOp::create(
-             rewriter, loc, empty.getType(), ValueRange{value}, ValueRange{empty},
-             ArrayRef<AffineMap>{identity, identity}, parallel,
-             [&](OpBuilder &b, Location at, ValueRange args) {
-               Value rounded = arith::TruncFOp::create(b, at, bf16, args[0]);
-               linalg::YieldOp::create(b, at, rounded);
-             })
-      .getResult(0);
+  return convertElements(rewriter, loc, value, bf16, [&](OpBuilder &b, Location at, Value v) {
+    return arith::TruncFOp::create(b, at, bf16, v).getResult();
+  });
 }
 
 /// y[M, N] = x[M, K] W[N, K]^T + bias, accumulated in f32, with the weight prepared as column
-/// panels (`packed`, packPanels' or packPairPanels' layout): each panel is contiguous, so a register tile streams
-/// one panel's rows from consecutive cache lines. The output is seen as [M][N / P][P] (a free
-/// reshape) and the accumulator starts at the bias.
+/// panels (`packed`, packPanels' or packPairPanels' layout): each panel is contiguous, so a
+/// register tile streams one panel's rows from consecutive cache lines. The output is seen as
+/// [M][N / P][P] (a free reshape) and the accumulator starts at the bias.
 ///
 /// Where M is static and not a multiple of `rowTile` (the schedule's register tile rows), its
 /// last cache tile (of `cacheRows`, the rest of M after whole cache tiles) is a projection of

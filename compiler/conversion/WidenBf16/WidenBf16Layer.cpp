@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/conversion/Passes.h"
+#include "compiler/conversion/Utils/ConvertElements.h"
 #include "dialects/mha/IR/MhaOps.h"
 
 #include "mlir/IR/Verifier.h"
@@ -22,26 +23,6 @@ using namespace mlir;
 
 namespace mhac {
 namespace {
-
-/// `value` (a ranked tensor) converted element-wise to `element` by `convert`, into a new tensor.
-Value convertElements(OpBuilder &b, Location loc, Value value, Type element,
-                      function_ref<Value(OpBuilder &, Location, Value)> convert) {
-  auto type = cast<RankedTensorType>(value.getType());
-  SmallVector<Value> dynamicSizes;
-  for (int64_t i = 0; i < type.getRank(); ++i)
-    if (type.isDynamicDim(i))
-      dynamicSizes.push_back(tensor::DimOp::create(b, loc, value, i));
-  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), element, dynamicSizes);
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(type.getRank(), b.getContext());
-  SmallVector<utils::IteratorType> parallel(type.getRank(), utils::IteratorType::parallel);
-  return linalg::GenericOp::create(b, loc, empty.getType(), ValueRange{value}, ValueRange{empty},
-                                   ArrayRef<AffineMap>{identity, identity}, parallel,
-                                   [&](OpBuilder &nested, Location at, ValueRange args) {
-                                     linalg::YieldOp::create(nested, at,
-                                                             convert(nested, at, args[0]));
-                                   })
-      .getResult(0);
-}
 
 bool isBf16Tensor(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
