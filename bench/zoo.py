@@ -3,13 +3,15 @@ ceilings and against PyTorch, in one run, alternating them.
 
 Every round measures, for each layer in turn: the f32 FMA peak (bench/peak.c) and, for layers
 of one token (S = 1), the memory read bandwidth (bench/bandwidth.c); mhac's layer (mha-run
---bench on prepared weights); and the same layer in eager PyTorch (peers/torch_eager.py). The
-table shows medians over rounds: mhac's time, GFLOP/s and fraction of the peak measured with
-it, and for one-token layers the GB/s of weights streamed against the measured bandwidth;
-PyTorch's time and the median of the rounds' PyTorch / mhac ratios.
+--bench on prepared weights); and the same layer in eager PyTorch (peers/torch_eager.py:
+Debian's PyTorch 1.13, and with --torch-python PyPI's PyTorch 2 with its fused
+scaled_dot_product_attention). The table shows medians over rounds: mhac's time, GFLOP/s and
+fraction of the peak measured with it, and for one-token layers the GB/s of weights streamed
+against the measured bandwidth; the peers' times and the median of the rounds' best peer /
+mhac ratios.
 
 usage: zoo.py --mha-run MHA_RUN --modules DIR --peers-dir DIR [--threads 2] [--rounds 3]
-              [--only NAME,...]
+              [--only NAME,...] [--torch-python PY]
 """
 import argparse
 import glob
@@ -61,6 +63,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--only", default="")
+    p.add_argument("--torch-python", default="", help="a Python with PyTorch 2 (SDPA peer)")
     args = p.parse_args()
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads),
                OPENBLAS_NUM_THREADS=str(args.threads), MHAC_NUM_THREADS=str(args.threads))
@@ -68,7 +71,8 @@ def main():
     if args.only:
         files = [f for f in files if os.path.basename(f)[:-4] in args.only.split(",")]
     layers = {os.path.basename(f)[:-4]: (f, read_layer(f)) for f in files}
-    samples = {name: {"peak": [], "bw": [], "mhac": [], "gflops": [], "torch": [], "ratio": []}
+    samples = {name: {"peak": [], "bw": [], "mhac": [], "gflops": [], "torch": [], "sdpa": [],
+                      "ratio": []}
                for name in layers}
     peak = os.path.join(args.peers_dir, "peak")
     bandwidth = os.path.join(args.peers_dir, "bandwidth")
@@ -86,18 +90,25 @@ def main():
                           str(args.threads)], env)
             mhac = float(re.search(r"median ([0-9.]+)", result).group(1))
             sample["gflops"].append(float(re.search(r"([0-9.]+) GFLOP/s", result).group(1)))
-            torch = float(re.search(r"median ([0-9.]+)", run(
-                [args.python, os.path.join(HERE, "peers", "torch_eager.py"), path,
-                 str(args.threads), str(max(3, calls // 4))], env)).group(1))
+            peer = [os.path.join(HERE, "peers", "torch_eager.py"), path, str(args.threads),
+                    str(max(3, calls // 4))]
+            torch = float(re.search(r"median ([0-9.]+)", run([args.python] + peer, env)).group(1))
+            best = torch
+            if args.torch_python:
+                sdpa = float(re.search(r"median ([0-9.]+)",
+                                       run([args.torch_python] + peer + ["sdpa"], env)).group(1))
+                sample["sdpa"].append(sdpa)
+                best = min(best, sdpa)
             sample["mhac"].append(mhac)
             sample["torch"].append(torch)
-            sample["ratio"].append(torch / mhac)
-            print(f"round {round_index + 1}: {name}: mhac {mhac:.3f} ms, PyTorch {torch:.3f} ms",
+            sample["ratio"].append(best / mhac)
+            print(f"round {round_index + 1}: {name}: mhac {mhac:.3f} ms, PyTorch {torch:.3f} ms"
+                  + (f", SDPA {sample['sdpa'][-1]:.3f} ms" if args.torch_python else ""),
                   file=sys.stderr)
 
     print(f"| layer | B, S (Skv) | D, H x Dh, Hkv | mhac ms | GFLOP/s | of peak | GB/s of weights "
-          f"(of bandwidth) | PyTorch eager ms | PyTorch / mhac |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          f"(of bandwidth) | PyTorch 1.13 eager ms | PyTorch 2 SDPA ms | best peer / mhac |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, (path, layer) in layers.items():
         sample = samples[name]
         ms = statistics.median(sample["mhac"])
@@ -110,8 +121,9 @@ def main():
         skv = f" ({layer['skv']})" if layer["cross"] else ""
         shape = (f"{layer['d']}, {layer['h']} x {layer['dh']}, {layer['hkv']}"
                  f"{', causal' if layer['causal'] else ''}{', cross' if layer['cross'] else ''}")
+        sdpa = f"{statistics.median(sample['sdpa']):.3f}" if sample["sdpa"] else "n/a"
         print(f"| {name} | {layer['b']}, {layer['s']}{skv} | {shape} | {ms:.3f} | {rate:.1f} | "
-              f"{fraction:.0%} | {streamed} | {statistics.median(sample['torch']):.3f} | "
+              f"{fraction:.0%} | {streamed} | {statistics.median(sample['torch']):.3f} | {sdpa} | "
               f"{statistics.median(sample['ratio']):.2f} |")
 
 

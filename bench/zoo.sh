@@ -24,5 +24,8 @@ for layer in "$root"/bench/zoo/*.mha; do
     "$build/bin/mhac" compile "$layer" --shared -o "$work/$name"
   fi
 done
+# PyPI's PyTorch 2 (its SDPA), where bench/run.sh installed it.
+torch_python=$root/bench/.venv-torch/bin/python
+[ -x "$torch_python" ] || torch_python=
 /usr/bin/python3 "$root/bench/zoo.py" --mha-run "$build/bin/mha-run" --modules "$work" \
-  --peers-dir "$work" "$@"
+  --peers-dir "$work" --torch-python "$torch_python" "$@"

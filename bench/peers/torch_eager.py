@@ -1,9 +1,11 @@
 """Times one layer of the model zoo written in eager PyTorch, as a PyTorch user writes a
 grouped-query or cross-attention layer without a fused kernel: four F.linear, key and value
 heads repeated for their query heads, matmul, masked softmax, matmul (PyTorch 1.13 has no
-scaled_dot_product_attention). The same function as the mhac layer.
+scaled_dot_product_attention). The same function as the mhac layer. With `sdpa` (PyTorch 2),
+the attention is F.scaled_dot_product_attention instead, its fused CPU kernels (grouped-query
+heads through enable_gqa where PyTorch has it, else repeated).
 
-usage: torch_eager.py LAYER.mha THREADS CALLS        prints "median MS"
+usage: torch_eager.py LAYER.mha THREADS CALLS [sdpa]        prints "median MS"
 """
 import re
 import statistics
@@ -33,6 +35,9 @@ def main():
 
     layer = read_layer(sys.argv[1])
     threads, calls = int(sys.argv[2]), int(sys.argv[3])
+    sdpa = len(sys.argv) > 4 and sys.argv[4] == "sdpa"
+    if sdpa and not hasattr(F, "scaled_dot_product_attention"):
+        sys.exit(f"PyTorch {torch.__version__} has no scaled_dot_product_attention")
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     d, h, dh, hkv, b, s = (layer[k] for k in ("d", "h", "dh", "hkv", "b", "s"))
@@ -53,17 +58,29 @@ def main():
     if layer["causal"]:
         mask = torch.ones(s, skv, dtype=torch.bool).triu(1 + skv - s)
 
+    # enable_gqa came with PyTorch 2.5.
+    gqa = sdpa and tuple(int(part) for part in torch.__version__.split(".")[:2]) >= (2, 5)
+
+    def attend(q, k, v):
+        if sdpa:
+            # SDPA's mask is where attention is allowed.
+            allowed = None if mask is None else ~mask
+            extra = {"enable_gqa": True} if gqa and hkv != h else {}
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed,
+                                                  scale=layer["scale"], **extra)
+        scores = (q @ k.transpose(-1, -2)) * layer["scale"]
+        if mask is not None:
+            scores = scores.masked_fill(mask, float("-inf"))
+        return scores.softmax(-1) @ v
+
     def call():
         with torch.inference_mode():
             q = F.linear(x, wq, bq).view(b, s, h, dh).transpose(1, 2)
             k = F.linear(memory, wk, bk).view(b, skv, hkv, dh).transpose(1, 2)
             v = F.linear(memory, wv, bv).view(b, skv, hkv, dh).transpose(1, 2)
-            if hkv != h:
+            if hkv != h and not gqa:
                 k, v = (t.repeat_interleave(h // hkv, dim=1) for t in (k, v))
-            scores = (q @ k.transpose(-1, -2)) * layer["scale"]
-            if mask is not None:
-                scores = scores.masked_fill(mask, float("-inf"))
-            a = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, h * dh)
+            a = attend(q, k, v).transpose(1, 2).reshape(b, s, h * dh)
             F.linear(a, wo, bo)
 
     call()
