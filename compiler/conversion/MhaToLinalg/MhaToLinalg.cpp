@@ -90,7 +90,7 @@ struct RowRange {
 /// acc[m][p][c] = init[m][p][c] + sum_k x[m][k] * Wp[p][k][c], over loops (m, panel, column in
 /// panel, k), with init the bias broadcast over the rows of `acc` (or zero): one panel
 /// projection op, marked for the schedule. With weights packed in bf16 pairs
-/// (Wp[p][k / 2][c][2], packPairPanels), the input is seen as x[m][k / 2][2] and the loops are
+/// (Wp[p][k / 2][c][2], packPanels with pairs), the input is seen as x[m][k / 2][2] and the loops are
 /// (m, panel, column in panel, pair, half), marked `mhac.bf16_pairs` too.
 Value panelMultiply(PatternRewriter &rewriter, Location loc, Value input, Value packed,
                     Value bias, Value acc) {
@@ -138,34 +138,27 @@ Value panelMultiply(PatternRewriter &rewriter, Location loc, Value input, Value 
 }
 
 /// W [N, K] packed as column panels Wp[N / P][K][P] (P = `panel`): W viewed as [N / P][P][K],
-/// transposed.
-Value packPanels(PatternRewriter &rewriter, Location loc, Value weight, int64_t panel) {
-  auto weightType = cast<RankedTensorType>(weight.getType());
-  int64_t out = weightType.getDimSize(0), in = weightType.getDimSize(1);
-  Type weightElement = weightType.getElementType();
-  Value split = tensor::ExpandShapeOp::create(
-      rewriter, loc, RankedTensorType::get({out / panel, panel, in}, weightElement), weight,
-      ArrayRef<ReassociationIndices>{{0, 1}, {2}});
-  Value packedEmpty = tensor::EmptyOp::create(
-      rewriter, loc, ArrayRef<int64_t>{out / panel, in, panel}, weightElement);
-  return linalg::TransposeOp::create(rewriter, loc, split, packedEmpty, ArrayRef<int64_t>{0, 2, 1})
-      .getResult()[0];
-}
-
-/// W [N, K] (bf16) packed as column panels of input pairs Wp[N / P][K / 2][P][2]: a panel row
+/// transposed. With `pairs` (bf16), panels of input pairs Wp[N / P][K / 2][P][2]: a panel row
 /// holds, for each of its P columns, two consecutive input features, as vdpbf16ps multiplies
 /// them (with a broadcast pair of the input row).
-Value packPairPanels(PatternRewriter &rewriter, Location loc, Value weight, int64_t panel) {
+Value packPanels(PatternRewriter &rewriter, Location loc, Value weight, int64_t panel,
+                 bool pairs = false) {
   auto weightType = cast<RankedTensorType>(weight.getType());
   int64_t out = weightType.getDimSize(0), in = weightType.getDimSize(1);
   Type weightElement = weightType.getElementType();
-  Value split = tensor::ExpandShapeOp::create(
-      rewriter, loc, RankedTensorType::get({out / panel, panel, in / 2, 2}, weightElement), weight,
-      ArrayRef<ReassociationIndices>{{0, 1}, {2, 3}});
-  Value packedEmpty = tensor::EmptyOp::create(
-      rewriter, loc, ArrayRef<int64_t>{out / panel, in / 2, panel, 2}, weightElement);
-  return linalg::TransposeOp::create(rewriter, loc, split, packedEmpty,
-                                     ArrayRef<int64_t>{0, 2, 1, 3})
+  SmallVector<int64_t> split = {out / panel, panel, in}, packed = {out / panel, in, panel};
+  SmallVector<ReassociationIndices> reassociation = {{0, 1}, {2}};
+  SmallVector<int64_t> permutation = {0, 2, 1};
+  if (pairs) {
+    split = {out / panel, panel, in / 2, 2};
+    packed = {out / panel, in / 2, panel, 2};
+    reassociation = {{0, 1}, {2, 3}};
+    permutation = {0, 2, 1, 3};
+  }
+  Value viewed = tensor::ExpandShapeOp::create(
+      rewriter, loc, RankedTensorType::get(split, weightElement), weight, reassociation);
+  Value packedEmpty = tensor::EmptyOp::create(rewriter, loc, packed, weightElement);
+  return linalg::TransposeOp::create(rewriter, loc, viewed, packedEmpty, permutation)
       .getResult()[0];
 }
 
@@ -186,7 +179,7 @@ Value inBf16(PatternRewriter &rewriter, Location loc, Value value) {
 }
 
 /// y[M, N] = x[M, K] W[N, K]^T + bias, accumulated in f32, with the weight prepared as column
-/// panels (`packed`, packPanels' or packPairPanels' layout): each panel is contiguous, so a
+/// panels (`packed`, in packPanels' layout): each panel is contiguous, so a
 /// register tile streams one panel's rows from consecutive cache lines. The output is seen as
 /// [M][N / P][P] (a free reshape) and the accumulator starts at the bias.
 ///
@@ -279,18 +272,14 @@ Value sliceAlong(OpBuilder &b, Location loc, Value value, int64_t dim, int64_t f
 /// The panel products of a projection in column blocks (columnBlocks), each written into its
 /// columns of `destination` [M, N]. The blocks' panels are prepared as one weight: each
 /// block's packed panels, flattened, one after the other. With `pairs` (whole panels only),
-/// the product of bf16 pairs (packPairPanels), `input` already in bf16.
+/// the product of bf16 pairs, `input` already in bf16.
 Value blockedPanelProduct(PatternRewriter &rewriter, Location loc, Value input, mha::LinearOp op,
                           Value destination, ArrayRef<int64_t> blocks, int64_t panel,
                           int64_t rowTile, int64_t cacheRows, bool pairs) {
   Value weight = op.getWeight(), bias = op.getBias();
-  if (pairs) {
-    Value packed = packPairPanels(rewriter, loc, inBf16(rewriter, loc, weight), panel);
-    markPrepared(packed);
-    return panelProduct(rewriter, loc, input, packed, bias, destination, rowTile, cacheRows);
-  }
-  if (blocks.size() == 1) {
-    Value packed = packPanels(rewriter, loc, weight, std::min(blocks.front(), panel));
+  if (pairs || blocks.size() == 1) {
+    Value packed = pairs ? packPanels(rewriter, loc, inBf16(rewriter, loc, weight), panel, true)
+                         : packPanels(rewriter, loc, weight, std::min(blocks.front(), panel));
     markPrepared(packed);
     return panelProduct(rewriter, loc, input, packed, bias, destination, rowTile, cacheRows);
   }
