@@ -113,7 +113,8 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
   if (id == KnobId::ProjectionPanelReductionBlock && value == 0)
     return panelReductionBlock(layer, target, schedule);
   // The pair dot products where they are the faster arithmetic and the layer's widths pair
-  // up; elsewhere the f32 kernels (never bf16 storage, the choice fitting would fall to next).
+  // up; elsewhere the f32 kernels (fitting down the choices would reach bf16 storage, the slow
+  // path).
   if (id == KnobId::Bf16Compute)
     return value == static_cast<int64_t>(Bf16Compute::Dot) &&
                    !(layer.dtype == DType::BF16 && target.bf16DotOutrunsFma &&
