@@ -11,7 +11,10 @@
 #     shape through mhac and through PyTorch (cuBLAS projections around SDPA, and
 #     nn.MultiheadAttention) in bf16. Prints a Markdown table and writes it to DIR/results.md;
 #     exits non-zero if a check fails (the first failure is rerun under compute-sanitizer into
-#     DIR/sanitizer-LAYER.txt). About 3 minutes on an H200.
+#     DIR/sanitizer-LAYER.txt). Then times the schedule variants of bench/gpu/variants.txt
+#     against the defaults. About 6 minutes on an H200.
+#   scripts/gpu-check.sh variants [DIR]
+#     On the GPU machine: only the schedule variants' timings and checks.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 command=${1:-}
@@ -42,6 +45,17 @@ pack() {
       "$name" "$d" "$h" "$s" "$b" "$([ "$causal" = 1 ] && echo true || echo false)"
   done < <(shapes) > "$dir/bench.mha"
   "$build/bin/mhac" compile "$dir/bench.mha" --target "cuda:$arch" --shared -o "$dir/bench"
+  # Each schedule variant of bench/gpu/variants.txt, its knobs written into every layer's block.
+  grep -v '^#' "$root/bench/gpu/variants.txt" > "$dir/variants.txt"
+  while read -r variant knobs; do
+    { echo 'format = 1'
+      while read -r name _; do
+        printf 'layer %s {\n%s\n}\n' "$name" "$(tr ' ' '\n' <<< "$knobs" | sed 's/=/ = /')"
+      done < <(shapes)
+    } > "$dir/$variant.sched"
+    "$build/bin/mhac" compile "$dir/bench.mha" --target "cuda:$arch" --shared \
+      --schedule "$dir/$variant.sched" -o "$dir/bench-$variant"
+  done < "$dir/variants.txt"
   cp "$build/bin/mha-run" "$dir/"
   cp -L "$build"/lib/libmhac_runtime.so.0 "$dir/lib/"
   # mha-run's own libraries that a GPU machine's image may lack (Debian's fmt).
@@ -110,12 +124,56 @@ run() {
     fi
     echo "| $name | ${ms:-failed} | ${tflops:-} | ${peak:-} | ${sdpa[$name]:-n/a} | ${module[$name]:-n/a} | $ratio |" >> "$results"
   done < "$dir/shapes.txt"
+  variants "$dir"
   cat "$results"
   [ "$failed" = 0 ]
+}
+
+# Times each schedule variant against the defaults (two rounds, alternated, medians of 30 calls)
+# and checks its numerics on the shapes short enough for the float64 reference.
+variants() {
+  local dir=$1
+  local results="$dir/results.md" names=(defaults)
+  export LD_LIBRARY_PATH="$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  local -A best
+  while read -r variant _; do names+=("$variant"); done < "$dir/variants.txt"
+  {
+    echo
+    echo "## Schedule variants (bench/gpu/variants.txt): ms, the better of two rounds"
+    echo
+    printf '| shape |'; printf ' %s |' "${names[@]}"; echo
+    printf '| --- |'; printf ' --- |%.0s' "${names[@]}"; echo
+  } >> "$results"
+  local round name b s d h causal variant so ms
+  for round in 1 2; do
+    while read -r name b s d h causal; do
+      for variant in "${names[@]}"; do
+        so="$dir/bench-$variant.so"; [ "$variant" = defaults ] && so="$dir/bench.so"
+        ms=$(timeout 60 "$dir/mha-run" "$so" --layer "$name" --bench 30 2>&1 |
+          sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' || true)
+        ms=${ms:-failed}
+        if [ -z "${best[$name/$variant]:-}" ] || [ "${best[$name/$variant]}" = failed ] ||
+          { [ "$ms" != failed ] && awk -v a="$ms" -v b="${best[$name/$variant]}" 'BEGIN { exit !(a < b) }'; }; then
+          best[$name/$variant]=$ms
+        fi
+      done
+    done < "$dir/shapes.txt"
+  done
+  while read -r name b s d h causal; do
+    local row="| $name |"
+    for variant in "${names[@]}"; do row+=" ${best[$name/$variant]} |"; done
+    echo "$row" >> "$results"
+  done < "$dir/shapes.txt"
+  for variant in "${names[@]:1}"; do
+    for name in b1_s128_d768_h12 b1_s197_d768_h12; do
+      echo "$variant $(timeout 60 "$dir/mha-run" "$dir/bench-$variant.so" --layer "$name" --check 2>&1 | tail -1)"
+    done
+  done | tee -a "$dir/variants-check.txt"
 }
 
 case "$command" in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) sed -n '2,14p' "$0" >&2; exit 2 ;;
+  variants) shift; variants "${1:-$root/build/gpu-check}" ;;
+  *) sed -n '2,17p' "$0" >&2; exit 2 ;;
 esac

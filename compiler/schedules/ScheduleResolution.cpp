@@ -101,15 +101,38 @@ int64_t panelReductionBlock(const LayerSpec &layer, const CpuTarget &target,
   return std::max<int64_t>(64, budget / featureBytes / 64 * 64);
 }
 
+/// The side of the tensor-core projection's blocks for a layer whose rows (B x S, B x Skv) are
+/// known: the default's (128) when the widest projection's grid of default blocks has a block
+/// for every multiprocessor, else half of it, 64. A short call's grid of 128 x 128 blocks
+/// leaves most of the chip idle (a 128-row BERT projection: 6 blocks on an H200's 132 SMs);
+/// its 64 x 64 blocks of the same warps run 1.3-1.5x faster there, while on long calls the
+/// larger blocks' reuse wins (bench/RESULTS.md, "Schedule variants").
+int64_t gridFilledMmaBlock(int64_t value, const LayerSpec &layer, const CpuTarget &target) {
+  if (!target.cuda || layer.batch == kDynamicSize || layer.seq == kDynamicSize ||
+      layer.kvSeq == kDynamicSize)
+    return value;
+  const CudaSchedule defaults = targetDefaults(target).cuda;
+  int64_t rows = layer.batch * std::max(layer.seq, layer.kvSeq);
+  int64_t cols = std::max(layer.modelDim, layer.heads * layer.headDim);
+  auto blocks = [](int64_t n, int64_t block) { return (n + block - 1) / block; };
+  if (blocks(rows, defaults.mmaBlockRows) * blocks(cols, defaults.mmaBlockCols) >=
+      target.cuda->multiprocessors)
+    return value;
+  return std::min(value, std::max<int64_t>(64, value / 2));
+}
+
 /// The first value to try for a defaulted knob. The p.v tile's vectors split the head into
 /// chunks of about equal width (a head of 5 vectors in chunks of 3 and 2, not 4 and 1); the
-/// cache columns of a few rows balance their tasks (balancedCacheCols).
+/// cache columns of a few rows balance their tasks (balancedCacheCols); a short call's
+/// tensor-core blocks fill the GPU (gridFilledMmaBlock).
 int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const CpuTarget &target,
                        const Schedule &schedule) {
   if (id == KnobId::ProjectionCacheCols) {
     int64_t balanced = balancedCacheCols(layer, schedule);
     return balanced > 0 ? std::min(value, balanced) : value;
   }
+  if (id == KnobId::CudaMmaBlockRows || id == KnobId::CudaMmaBlockCols)
+    return gridFilledMmaBlock(value, layer, target);
   if (id == KnobId::ProjectionPanelReductionBlock && value == 0)
     return panelReductionBlock(layer, target, schedule);
   // The pair dot products where they are the faster arithmetic and the layer's widths pair

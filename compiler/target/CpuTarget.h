@@ -21,6 +21,9 @@ struct CudaDevice {
   int64_t sharedBytes = 48 * 1024;
   /// Registers one thread may use.
   int64_t registersPerThread = 255;
+  /// Streaming multiprocessors of the architecture's data-center part (the A100's 108, the
+  /// H100's and H200's 132): what a grid needs to fill the chip.
+  int64_t multiprocessors = 108;
 };
 
 /// A CPU to generate code for, as `--target` names it; for a CUDA target, the host that

@@ -67,14 +67,17 @@ static void readHostCaches(CpuTarget &target) {
     target.l2Bytes = l2;
 }
 
-/// The chips mhac generates CUDA code for, with the shared memory a block may opt in to.
+/// The chips mhac generates CUDA code for, with the shared memory a block may opt in to and
+/// the multiprocessors of each architecture's best-known part (A100, RTX A6000, AGX Orin,
+/// L40S, H100/H200).
 struct CudaChip {
   const char *name;
   int64_t sharedBytes;
+  int64_t multiprocessors;
 };
 constexpr CudaChip kCudaChips[] = {
-    {"sm_80", 163 * 1024}, {"sm_86", 99 * 1024},  {"sm_87", 163 * 1024},
-    {"sm_89", 99 * 1024},  {"sm_90", 227 * 1024},
+    {"sm_80", 163 * 1024, 108}, {"sm_86", 99 * 1024, 84},   {"sm_87", 163 * 1024, 16},
+    {"sm_89", 99 * 1024, 142},  {"sm_90", 227 * 1024, 132},
 };
 
 /// `cuda:CHIP`: the GPU, launched from plain x86-64 host code.
@@ -88,6 +91,7 @@ static Expected<CpuTarget> resolveCudaTarget(const std::string &name) {
     CudaDevice device;
     device.chip = known.name;
     device.sharedBytes = known.sharedBytes;
+    device.multiprocessors = known.multiprocessors;
     target.cuda = device;
     return target;
   }
