@@ -30,6 +30,9 @@ constexpr llvm::StringLiteral kProjectionAttr = "mhac.projection";
 /// On a projection that multiplies bf16 pairs (convert-mha-to-linalg's bf16-pairs), and on each
 /// of its register tiles, which mhac-vectorize-bf16-pairs turns into vdpbf16ps.
 constexpr llvm::StringLiteral kBf16PairsAttr = "mhac.bf16_pairs";
+/// On a register tile of bf16 pairs that the tiling left whole for AMX (bf16_compute = amx),
+/// which mhac-amx-pair-tiles writes as tile loads and tdpbf16ps.
+constexpr llvm::StringLiteral kAmxTileAttr = "mhac.amx_tile";
 /// The function that prepares the parameters of layer NAME is `mhac_prepare_NAME`.
 constexpr llvm::StringLiteral kPreparationPrefix = "mhac_prepare_";
 

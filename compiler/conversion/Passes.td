@@ -208,6 +208,33 @@ def VectorizeBf16Pairs : Pass<"mhac-vectorize-bf16-pairs", "mlir::func::FuncOp">
   ];
 }
 
+def AmxPairTiles : Pass<"mhac-amx-pair-tiles", "mlir::func::FuncOp"> {
+  let summary = "Write the AMX tiles of projections of bf16 pairs as tile loads and tdpbf16ps";
+  let description = [{
+    Runs after bufferization. Each register tile the schedule's tiling marked `mhac.amx_tile`
+    (R rows x one panel of P columns x the whole reduction of K pairs, P and K multiples of
+    16) becomes AMX code: its accumulators loaded into 16 x 16 f32 tiles, a loop over the
+    reduction 16 pairs a step that loads a tile of 16 rows x 32 bf16 inputs per 16 rows and
+    a tile of 16 pairs x 16 columns of weights per 16 columns and multiplies each pair of
+    them into its accumulator tile (`amx.tile_mulf`, tdpbf16ps), the accumulators carried in
+    tile registers, and stored after the loop. With `emulate`, the same loads, products and
+    stores are vector transfers and vdpbf16ps (`x86vector.avx512.dot`), one row of pairs at a
+    time, for CPUs with AVX512-BF16 but no AMX (tests).
+  }];
+  let options = [
+    Option<"emulate", "emulate", "bool", /*default=*/"false",
+           "write each tile operation in vector operations instead of AMX's">,
+  ];
+  let dependentDialects = [
+    "mlir::amx::AMXDialect",
+    "mlir::arith::ArithDialect",
+    "mlir::memref::MemRefDialect",
+    "mlir::scf::SCFDialect",
+    "mlir::vector::VectorDialect",
+    "mlir::x86vector::X86VectorDialect",
+  ];
+}
+
 def Bf16AsI16 : Pass<"mhac-bf16-as-i16", "mlir::ModuleOp"> {
   let summary = "Retype the bf16 values of the LLVM dialect as i16";
   let description = [{

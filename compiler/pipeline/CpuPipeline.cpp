@@ -95,7 +95,7 @@ LogicalResult lowerMhaToLinalg(ModuleOp module, const LayerSchedules &schedules,
         const ProjectionSchedule &p = s.projection;
         // Layers whose projections multiply bf16 pairs are widened too: only their
         // projections' operands are taken back in bf16.
-        bool pairs = s.bf16Compute == Bf16Compute::Dot;
+        bool pairs = s.bf16Compute == Bf16Compute::Dot || s.bf16Compute == Bf16Compute::Amx;
         if (s.bf16Compute == Bf16Compute::F32 || pairs)
           pm.addPass(createWidenBf16Layer());
         pm.addPass(createConvertMhaToLinalg(ConvertMhaToLinalgOptions{
@@ -147,7 +147,7 @@ LogicalResult applyTilingSchedules(ModuleOp module, const LayerSchedules &schedu
 }
 
 LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const LayerSchedules &schedules,
-                                       const PassManagerSetup &setup) {
+                                       const CpuTarget &target, const PassManagerSetup &setup) {
   if (failed(applyTilingSchedules(module, schedules)) ||
       failed(runPipeline(module,
                          "func.func(mhac-vectorize-bf16-pairs), canonicalize, cse,"
@@ -156,6 +156,10 @@ LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const LayerSchedules &sc
       failed(bufferize(module)) ||
       // Tiles written back where they were read leave self-copies until CSE merges views.
       failed(runPipeline(module, "canonicalize, cse, canonicalize", setup)) ||
+      failed(runPipeline(module,
+                         target.emulateAmx ? "func.func(mhac-amx-pair-tiles{emulate=true})"
+                                           : "func.func(mhac-amx-pair-tiles)",
+                         setup)) ||
       failed(applyToEachFunction(module, schedules, applyVectorLoweringScript)))
     return failure();
   return runPipeline(
@@ -167,7 +171,7 @@ LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const LayerSchedules &sc
       "buffer-deallocation-pipeline, convert-parallel-to-mhac-runtime,"
       // expand-strided-metadata emits affine.apply: it must run before lower-affine.
       "expand-strided-metadata, lower-affine, convert-scf-to-cf,"
-      "convert-vector-to-llvm{enable-x86vector},"
+      "convert-vector-to-llvm{enable-x86vector enable-amx},"
       // Buffers come from the runtime's allocator (see CodeEmitter), which reuses freed blocks.
       "convert-math-to-llvm, finalize-memref-to-llvm{use-generic-functions},"
       // f32 -> bf16 rounding becomes integer ops: without AVX512-BF16, LLVM would call

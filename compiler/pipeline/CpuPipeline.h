@@ -48,6 +48,7 @@ mlir::LogicalResult applyTilingSchedules(mlir::ModuleOp module, const LayerSched
 /// functions then write their result into a last memref argument), lowers vectors and loops,
 /// and converts everything to the LLVM dialect. Expects the output of `lowerMhaToLinalg`.
 mlir::LogicalResult lowerLinalgToLLVMDialect(mlir::ModuleOp module, const LayerSchedules &schedules,
+                                             const CpuTarget &target,
                                              const PassManagerSetup &setup = {});
 
 } // namespace mhac

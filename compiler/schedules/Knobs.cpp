@@ -143,11 +143,11 @@ std::vector<Knob> makeKnobs() {
           "prefetch the next task's queries, this output", kBoolean, 0, 1),
       Knob{KnobId::Bf16Compute,
            "bf16_compute",
-           "bf16 layers: widened at the edges, bf16 inside, or projections on vdpbf16ps",
+           "bf16 layers: widened at the edges, bf16 inside, or projections on vdpbf16ps or AMX",
            kChoice,
-           {"f32", "bf16", "dot"},
+           {"f32", "bf16", "dot", "amx"},
            0,
-           2,
+           3,
            1,
            [](const Schedule &s) { return static_cast<int64_t>(s.bf16Compute); },
            [](Schedule &s, int64_t value) { s.bf16Compute = static_cast<Bf16Compute>(value); }},
@@ -303,6 +303,15 @@ Constraint budgetRule(std::string tile, KnobId rows, KnobId vectors, bool inLane
                                tile, r, v, tileRegisters(r, v), r * v, v, c.target.name,
                                c.target.vectorRegisters, knob(rows).name, knob(vectors).name);
           }};
+}
+
+/// `rule`, which holds where the projections' register tiles are AMX tiles (which hold their
+/// results in tile registers, not vector registers).
+Constraint unlessAmx(Constraint rule) {
+  rule.holds = [holds = std::move(rule.holds)](const Schedule &s, const KnobContext &c) {
+    return s.bf16Compute == Bf16Compute::Amx || holds(s, c);
+  };
+  return rule;
 }
 
 /// A rule of the CUDA target's knobs, which holds on CPU targets (their schedules never read
@@ -607,6 +616,17 @@ bool pairsFitProjections(const LayerSpec &layer, const Schedule &s) {
          inner % panel == 0 && kv % panel == 0 && layer.modelDim % panel == 0;
 }
 
+bool amxTilesFit(const LayerSpec &layer, const Schedule &s) {
+  int64_t rows = s.projection.registerRows, cols = s.projection.registerCols;
+  if (rows % kAmxTileRows != 0 || cols % kAmxTileRows != 0)
+    return false;
+  int64_t rowTiles = rows / kAmxTileRows, colTiles = cols / kAmxTileRows;
+  int64_t step = 2 * kAmxTileRows;
+  return rowTiles * colTiles + rowTiles + colTiles <= kAmxTiles && layer.modelDim % step == 0 &&
+         layer.kvDim % step == 0 && (layer.heads * layer.headDim) % step == 0 &&
+         s.projection.panelReductionBlock % step == 0;
+}
+
 namespace {
 
 std::vector<Constraint> cpuConstraints() {
@@ -618,7 +638,9 @@ std::vector<Constraint> cpuConstraints() {
        },
        [](const Schedule &s, const KnobContext &c) {
          return fmt::format("bf16_compute ({}) applies to bf16 layers; layer '{}' is f32",
-                            s.bf16Compute == Bf16Compute::Dot ? "dot" : "bf16", c.layer->name);
+                            knob(KnobId::Bf16Compute)
+                                .choices[static_cast<size_t>(s.bf16Compute)],
+                            c.layer->name);
        }},
       {{KnobId::Bf16Compute},
        false,
@@ -630,16 +652,45 @@ std::vector<Constraint> cpuConstraints() {
                             "has none",
                             c.target.name);
        }},
+      {{KnobId::Bf16Compute},
+       false,
+       [](const Schedule &s, const KnobContext &c) {
+         return s.bf16Compute != Bf16Compute::Amx ||
+                (c.target.amxBf16 && c.target.avx512bf16);
+       },
+       [](const Schedule &, const KnobContext &c) {
+         return fmt::format("bf16_compute = amx runs on AMX-BF16 tiles (and AVX512-BF16 at the "
+                            "edges); target {} has no AMX",
+                            c.target.name);
+       }},
+      {{KnobId::Bf16Compute, KnobId::ProjectionRegisterRows, KnobId::ProjectionRegisterCols,
+        KnobId::ProjectionPanelReductionBlock},
+       true,
+       [](const Schedule &s, const KnobContext &c) {
+         return s.bf16Compute != Bf16Compute::Amx || amxTilesFit(*c.layer, s);
+       },
+       [](const Schedule &s, const KnobContext &c) {
+         return fmt::format(
+             "bf16_compute = amx computes register tiles of whole 16 x 16 AMX tiles, 32 "
+             "inputs a step, in AMX's 8 tile registers: projection_register_rows ({}) and "
+             "projection_register_cols ({}) must be multiples of 16 whose tiles (rows / 16 x "
+             "cols / 16 results, rows / 16 + cols / 16 operands) number at most 8, and layer "
+             "'{}''s input widths and projection_panel_reduction_block ({}) multiples of 32",
+             s.projection.registerRows, s.projection.registerCols, c.layer->name,
+             s.projection.panelReductionBlock);
+       }},
       {{KnobId::Bf16Compute, KnobId::ProjectionRegisterCols},
        true,
        [](const Schedule &s, const KnobContext &c) {
-         return s.bf16Compute != Bf16Compute::Dot || pairsFitProjections(*c.layer, s);
+         return (s.bf16Compute != Bf16Compute::Dot && s.bf16Compute != Bf16Compute::Amx) ||
+                pairsFitProjections(*c.layer, s);
        },
        [](const Schedule &s, const KnobContext &c) {
-         return fmt::format("bf16_compute = dot pairs the input features of every projection "
+         return fmt::format("bf16_compute = {} pairs the input features of every projection "
                             "and packs the weights in panels of projection_register_cols "
                             "({}): layer '{}' needs even input widths and output widths that "
                             "are whole panels",
+                            s.bf16Compute == Bf16Compute::Amx ? "amx" : "dot",
                             s.projection.registerCols, c.layer->name);
        }},
       multipleRule(KnobId::ProjectionCacheRows, KnobId::ProjectionRegisterRows,
@@ -648,8 +699,8 @@ std::vector<Constraint> cpuConstraints() {
       multipleRule(KnobId::ProjectionCacheCols, KnobId::ProjectionRegisterCols,
                    {KnobId::ProjectionCacheCols, KnobId::ProjectionRegisterCols},
                    "a cache tile holds whole weight panels"),
-      budgetRule("a projection register tile", KnobId::ProjectionRegisterRows,
-                 KnobId::ProjectionRegisterCols, /*inLanes=*/true),
+      unlessAmx(budgetRule("a projection register tile", KnobId::ProjectionRegisterRows,
+                           KnobId::ProjectionRegisterCols, /*inLanes=*/true)),
       multipleRule(KnobId::AttentionKeyBlock, KnobId::AttentionScoreTileKeys,
                    {KnobId::AttentionScoreTileKeys, KnobId::AttentionKeyBlock},
                    "every whole key block is whole score tiles"),

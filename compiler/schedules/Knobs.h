@@ -129,6 +129,14 @@ bool cudaProjectionOnTensorCores(const LayerSpec &layer, int64_t inFeatures);
 /// Whether every projection of `layer` can run on bf16 pairs (`bf16_compute = dot`) in panels
 /// of `schedule`'s register columns: even input widths, output widths of whole panels.
 bool pairsFitProjections(const LayerSpec &layer, const Schedule &schedule);
+
+/// AMX's tiles: 16 rows of 64 bytes (16 f32 results, or 16 bf16 pairs), 8 tile registers.
+constexpr int64_t kAmxTileRows = 16;
+constexpr int64_t kAmxTiles = 8;
+
+/// Whether the projections' register tiles are whole AMX tiles that fit its registers, and
+/// every reduction whole steps of 16 pairs (bf16_compute = amx).
+bool amxTilesFit(const LayerSpec &layer, const Schedule &schedule);
 bool cudaAttentionOnTensorCores(const LayerSpec &layer);
 
 /// The knobs, in KnobId order.

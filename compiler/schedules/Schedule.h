@@ -44,6 +44,9 @@ enum class Bf16Compute {
   /// (vdpbf16ps, f32 sums): their inputs stay bf16 (the attention output is rounded to bf16
   /// first), their weights are prepared as bf16 pairs.
   Dot,
+  /// As Dot, on AMX's tiles: each register tile of the projections is 16 x 16 output tiles
+  /// accumulated by tdpbf16ps, 16 input pairs a step (rows at the edges on vdpbf16ps).
+  Amx,
 };
 
 /// Tiling of the four projections, as matmuls [M = rows, N = out features, K = in features].

@@ -31,12 +31,13 @@ constexpr KnobId kFitOrder[] = {
     KnobId::AttentionValueTileVectors,
     KnobId::AttentionValueTileRows,
     KnobId::AttentionQueryTranspose,
+    // How a bf16 layer computes before the register tiles: AMX's are whole tiles of 16.
+    KnobId::Bf16Compute,
     KnobId::ProjectionRegisterCols,
     KnobId::ProjectionRegisterRows,
     KnobId::ProjectionCacheRows,
     KnobId::ProjectionCacheCols,
     KnobId::ProjectionPanelReductionBlock,
-    KnobId::Bf16Compute,
     // The Halide backend's: tiles (vectors before rows), then the blocks made of them.
     KnobId::HalideProjectionVectors,
     KnobId::HalideProjectionRows,
@@ -121,9 +122,27 @@ int64_t gridFilledMmaBlock(int64_t value, const LayerSpec &layer, const CpuTarge
   return std::min(value, std::max<int64_t>(64, value / 2));
 }
 
+/// Side of the projections' register tiles on AMX: 2 x 2 result tiles of 16 x 16, with the 2
+/// input tiles and 2 weight tiles they multiply, fill AMX's 8 tile registers.
+constexpr int64_t kAmxRegisterTile = 2 * kAmxTileRows;
+
+/// Whether a bf16 layer's projections go onto AMX tiles by default: on a target with AMX,
+/// where the schedule asks for pair products (dot, or amx written by hand) and the layer's
+/// widths are whole tiles of the default register tile.
+bool amxPreferred(const LayerSpec &layer, const CpuTarget &target, const Schedule &schedule) {
+  if (!target.amxBf16 || !target.avx512bf16 || layer.dtype != DType::BF16 ||
+      (schedule.bf16Compute != Bf16Compute::Dot && schedule.bf16Compute != Bf16Compute::Amx))
+    return false;
+  Schedule amx = schedule;
+  amx.projection.registerRows = amx.projection.registerCols = kAmxRegisterTile;
+  amx.projection.panelReductionBlock = 0;
+  return amxTilesFit(layer, amx) && pairsFitProjections(layer, amx);
+}
+
 /// The first value to try for a defaulted knob. The p.v tile's vectors split the head into
 /// chunks of about equal width (a head of 5 vectors in chunks of 3 and 2, not 4 and 1); the
-/// cache columns of a few rows balance their tasks (balancedCacheCols); a short call's
+/// cache columns of a few rows balance their tasks (balancedCacheCols); bf16 layers on AMX
+/// targets take AMX's register tiles and kernels (amxPreferred); a short call's
 /// tensor-core blocks fill the GPU (gridFilledMmaBlock).
 int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const CpuTarget &target,
                        const Schedule &schedule) {
@@ -131,6 +150,9 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
     int64_t balanced = balancedCacheCols(layer, schedule);
     return balanced > 0 ? std::min(value, balanced) : value;
   }
+  if ((id == KnobId::ProjectionRegisterRows || id == KnobId::ProjectionRegisterCols) &&
+      amxPreferred(layer, target, schedule))
+    return kAmxRegisterTile;
   if (id == KnobId::CudaMmaBlockRows || id == KnobId::CudaMmaBlockCols)
     return gridFilledMmaBlock(value, layer, target);
   if (id == KnobId::ProjectionPanelReductionBlock && value == 0)
@@ -138,6 +160,9 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
   // The pair dot products where they are the faster arithmetic and the layer's widths pair
   // up; elsewhere the f32 kernels (fitting down the choices would reach bf16 storage, the slow
   // path).
+  if (id == KnobId::Bf16Compute && value == static_cast<int64_t>(Bf16Compute::Dot) &&
+      amxPreferred(layer, target, schedule))
+    return static_cast<int64_t>(Bf16Compute::Amx);
   if (id == KnobId::Bf16Compute)
     return value == static_cast<int64_t>(Bf16Compute::Dot) &&
                    !(layer.dtype == DType::BF16 && target.bf16DotOutrunsFma &&

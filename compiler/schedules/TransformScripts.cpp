@@ -92,12 +92,13 @@ LogicalResult applyUserTilingScript(StringRef path, Operation *function, ArrayRe
   if (!sequence)
     return library->emitError("the projection transform has no transform.named_sequence @")
            << kTilingEntry << " (its entry point, as in mhac's tiling.mlir)";
+  // Scripts written before the AMX flag (the last parameter) take the ones before it.
   size_t arguments = sequence.getFunctionType().getNumInputs();
-  if (arguments != 1 && arguments != 1 + params.size())
+  if (arguments != 1 && arguments != 1 + params.size() && arguments != params.size())
     return sequence.emitError("@")
            << kTilingEntry << " takes the payload function, optionally followed by the "
-           << params.size() << " !transform.param<i64> of mhac's tiling.mlir; it has " << arguments
-           << " arguments";
+           << params.size() << " !transform.param<i64> of mhac's tiling.mlir (or the first "
+           << params.size() - 1 << " of them); it has " << arguments << " arguments";
   return applySequence(sequence, *library, function, params.take_front(arguments - 1));
 }
 
@@ -121,9 +122,10 @@ constexpr llvm::StringLiteral kPanelReductionAttr = "mhac.panel_reduction";
 
 LogicalResult applyTilingScript(Operation *function, const Schedule &schedule) {
   const ProjectionSchedule &p = schedule.projection;
-  const int64_t params[] = {p.cacheRows,    p.cacheCols,      p.cacheCols / p.registerCols,
-                            p.registerRows, p.registerCols,   p.reductionBlock,
-                            p.transposeTile, p.panelReductionBlock};
+  const int64_t params[] = {p.cacheRows,     p.cacheCols,      p.cacheCols / p.registerCols,
+                            p.registerRows,  p.registerCols,   p.reductionBlock,
+                            p.transposeTile, p.panelReductionBlock,
+                            schedule.bf16Compute == Bf16Compute::Amx};
   if (!schedule.projectionTransform.empty())
     return applyUserTilingScript(schedule.projectionTransform, function, params);
   return applyLibrary("tiling", kTilingEntry, function, params);

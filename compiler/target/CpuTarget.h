@@ -47,6 +47,12 @@ struct CpuTarget {
   /// their FLOPs on AMD's Zen 4 and Zen 5, half on Intel's cores (which have AMX for bf16).
   bool avx512bf16 = false;
   bool bf16DotOutrunsFma = false;
+  /// AMX's bf16 tile products (tdpbf16ps on tiles of 16 rows of 64 bytes).
+  bool amxBf16 = false;
+  /// A testing aid (mhac --emulate-amx): AMX's tile kernels are chosen and tiled as on an AMX
+  /// CPU, but each tile operation is written in vector operations, so that a machine without
+  /// AMX runs (slowly) the same tiling, packing and indexing.
+  bool emulateAmx = false;
   /// Set for `--target cuda:*`: the GPU that runs the layers' kernels.
   std::optional<CudaDevice> cuda;
 

@@ -40,6 +40,7 @@ CpuTarget cpuTarget(StringRef name, StringRef cpu, const StringMap<bool> &cpuFea
     target.tuneCpu = "x86-64-v4";
   target.avx512bf16 = cpuFeatures.lookup("avx512bf16");
   target.bf16DotOutrunsFma = target.avx512bf16 && cpu.starts_with("znver");
+  target.amxBf16 = cpuFeatures.lookup("amx-bf16") && cpuFeatures.lookup("amx-tile");
   target.features = features.getString();
   return target;
 }

@@ -50,6 +50,9 @@ try:
             config.available_features.add("x86-64-v4")
             if "avx512_bf16" in flags:
                 config.available_features.add("avx512bf16")
+                # AMX as Linux reports it (the kernel lists it only where it manages the tiles).
+                if {"amx_bf16", "amx_tile"} <= set(flags):
+                    config.available_features.add("amx")
 except OSError:
     pass
 

@@ -67,6 +67,11 @@ cl::opt<std::string> target("target", cl::value_desc("T[,T...]"), cl::init("host
                                      "best variant the running CPU supports; or a CUDA GPU, "
                                      "cuda:sm_80 or cuda:sm_90 (device pointers and a stream)"));
 
+cl::opt<bool> emulateAmx("emulate-amx", cl::sub(compileCommand), cl::cat(compileCategory),
+                         cl::Hidden,
+                         cl::desc("testing aid: treat an AVX512-BF16 target as one with AMX, "
+                                  "and write AMX's tile operations in vector operations"));
+
 cl::opt<std::string> schedule("schedule", cl::value_desc("FILE[,FILE...]"), cl::sub(compileCommand),
                               cl::cat(compileCategory),
                               cl::desc("compile with the schedules of FILE (knobs it leaves out, "
@@ -328,6 +333,7 @@ std::optional<CompileOptions> compileOptions() {
   if (emit.getNumOccurrences() > 0)
     options.emit = emit;
   options.outputName = outputName;
+  options.emulateAmx = emulateAmx;
   options.targets = splitList(target);
   if (llvm::any_of(options.targets, [](const std::string &t) { return t.empty(); })) {
     usageError(fmt::format("--target '{}' has an empty entry", target.getValue()));

@@ -51,6 +51,8 @@ struct CompileOptions {
   unsigned jobs = 0;
   /// Prepended to the C names of every layer's functions (see LayerABI::symbolPrefix).
   std::string symbolPrefix;
+  /// Testing aid: AMX's kernels written in vector operations (CpuTarget::emulateAmx).
+  bool emulateAmx = false;
 };
 
 struct TuneOptions {

@@ -297,7 +297,8 @@ Error lowerToLinalg(mlir::ModuleOp module, const TargetPlan &plan, const PassMan
 Error lowerToLLVMDialect(mlir::ModuleOp module, const TargetPlan &plan,
                          const PassManagerSetup &setup, mlir::TimingScope &timing) {
   mlir::TimingScope scope = timing.nest("linalg to the LLVM dialect");
-  if (mlir::failed(lowerLinalgToLLVMDialect(module, plan.schedules, timedSetup(setup, scope))))
+  if (mlir::failed(lowerLinalgToLLVMDialect(module, plan.schedules, plan.target,
+                                                timedSetup(setup, scope))))
     return createStringError(inconvertibleErrorCode(), "lowering to the LLVM dialect failed");
   return Error::success();
 }

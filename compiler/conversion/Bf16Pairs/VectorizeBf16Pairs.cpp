@@ -108,7 +108,7 @@ struct VectorizeBf16PairsPass : impl::VectorizeBf16PairsBase<VectorizeBf16PairsP
   void runOnOperation() override {
     SmallVector<linalg::GenericOp> tiles;
     getOperation().walk([&](linalg::GenericOp op) {
-      if (op->hasAttr(kBf16PairsAttr))
+      if (op->hasAttr(kBf16PairsAttr) && !op->hasAttr(kAmxTileAttr))
         tiles.push_back(op);
     });
     SetVector<LoopLikeOpInterface> loops;

@@ -71,8 +71,8 @@ module attributes {transform.with_named_sequence} {
 
   // Matches an f32 panel projection's register tile of static shape (loops: row, panel,
   // column, input).
-  transform.named_sequence @match_full_panel_tile(%op: !transform.any_op {transform.readonly})
-      -> !transform.any_op {
+  transform.named_sequence @match_full_panel_tile(%op: !transform.any_op {transform.readonly},
+      %amx: !transform.param<i64> {transform.readonly}) -> !transform.any_op {
     transform.match.structured %op : !transform.any_op {
     ^bb0(%s: !transform.any_op):
       %zero = transform.param.constant 0 : i64 -> !transform.param<i64>
@@ -88,8 +88,8 @@ module attributes {transform.with_named_sequence} {
     transform.yield %op : !transform.any_op
   }
   // Matches an f32 panel projection's edge rows of a dynamic count.
-  transform.named_sequence @match_edge_panel_tile(%op: !transform.any_op {transform.readonly})
-      -> !transform.any_op {
+  transform.named_sequence @match_edge_panel_tile(%op: !transform.any_op {transform.readonly},
+      %amx: !transform.param<i64> {transform.readonly}) -> !transform.any_op {
     transform.match.structured %op : !transform.any_op {
     ^bb0(%s: !transform.any_op):
       %zero = transform.param.constant 0 : i64 -> !transform.param<i64>
@@ -102,9 +102,25 @@ module attributes {transform.with_named_sequence} {
     }
     transform.yield %op : !transform.any_op
   }
-  // The same of a projection of bf16 pairs (loops: row, panel, column, pair, half).
-  transform.named_sequence @match_full_pair_tile(%op: !transform.any_op {transform.readonly})
-      -> !transform.any_op {
+  // The same of a projection of bf16 pairs (loops: row, panel, column, pair, half); full tiles
+  // of the pair dot products (%amx = 0) and of AMX tiles (%amx = 1).
+  transform.named_sequence @match_full_pair_tile(%op: !transform.any_op {transform.readonly},
+      %amx: !transform.param<i64> {transform.readonly}) -> !transform.any_op {
+    %no = transform.param.constant 0 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %amx, %no : !transform.param<i64>
+    transform.include @match_full_pair_shape failures(propagate) (%op)
+        : (!transform.any_op) -> ()
+    transform.yield %op : !transform.any_op
+  }
+  transform.named_sequence @match_full_amx_tile(%op: !transform.any_op {transform.readonly},
+      %amx: !transform.param<i64> {transform.readonly}) -> !transform.any_op {
+    %yes = transform.param.constant 1 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %amx, %yes : !transform.param<i64>
+    transform.include @match_full_pair_shape failures(propagate) (%op)
+        : (!transform.any_op) -> ()
+    transform.yield %op : !transform.any_op
+  }
+  transform.named_sequence @match_full_pair_shape(%op: !transform.any_op {transform.readonly}) {
     transform.match.structured %op : !transform.any_op {
     ^bb0(%s: !transform.any_op):
       %zero = transform.param.constant 0 : i64 -> !transform.param<i64>
@@ -117,10 +133,10 @@ module attributes {transform.with_named_sequence} {
       transform.match.param.cmpi ge %d3, %zero : !transform.param<i64>
       transform.match.structured.yield
     }
-    transform.yield %op : !transform.any_op
+    transform.yield
   }
-  transform.named_sequence @match_edge_pair_tile(%op: !transform.any_op {transform.readonly})
-      -> !transform.any_op {
+  transform.named_sequence @match_edge_pair_tile(%op: !transform.any_op {transform.readonly},
+      %amx: !transform.param<i64> {transform.readonly}) -> !transform.any_op {
     transform.match.structured %op : !transform.any_op {
     ^bb0(%s: !transform.any_op):
       %zero = transform.param.constant 0 : i64 -> !transform.param<i64>
@@ -172,6 +188,12 @@ module attributes {transform.with_named_sequence} {
     %step, %reduction = transform.structured.tile_using_for %tile tile_sizes [0, 0, 0, 1]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     transform.annotate %reduction "mhac.panel_reduction" : !transform.any_op
+    transform.yield
+  }
+  // An AMX tile: marked whole, its reduction left for mhac-amx-pair-tiles, which steps
+  // through it 16 pairs at a time with the results in tile registers.
+  transform.named_sequence @mark_amx_tile(%tile: !transform.any_op {transform.readonly}) {
+    transform.annotate %tile "mhac.amx_tile" : !transform.any_op
     transform.yield
   }
   // Edge rows one at a time, each step of the reduction vectorized (f32) or left for
@@ -244,7 +266,8 @@ module attributes {transform.with_named_sequence} {
       %registerCols: !transform.param<i64> {transform.readonly},
       %reductionBlock: !transform.param<i64> {transform.readonly},
       %transposeTile: !transform.param<i64> {transform.readonly},
-      %panelReductionBlock: !transform.param<i64> {transform.readonly}) {
+      %panelReductionBlock: !transform.param<i64> {transform.readonly},
+      %amxTiles: !transform.param<i64> {transform.readonly}) {
     // Panel projections (weights packed as [N / P][K][P]): cache tiles of rows x panels as an
     // scf.forall; inside, one panel at a time, and for each panel the register tiles of rows x
     // that panel, each over the whole reduction: its accumulators start from the bias (or zero)
@@ -291,12 +314,13 @@ module attributes {transform.with_named_sequence} {
         transform.apply_patterns.scf.for_loop_canonicalization
         transform.apply_patterns.canonicalization
       } : !transform.any_op
-      %vectorized = transform.foreach_match in %forall
+      %vectorized = transform.foreach_match in %forall, %amxTiles
           @match_full_panel_tile -> @vectorize_full_panel_tile,
           @match_full_pair_tile -> @tile_full_pair_tile,
+          @match_full_amx_tile -> @mark_amx_tile,
           @match_edge_panel_tile -> @vectorize_edge_rows,
           @match_edge_pair_tile -> @tile_edge_pair_rows
-          : (!transform.any_op) -> !transform.any_op
+          : (!transform.any_op, !transform.param<i64>) -> !transform.any_op
       // The initializations left: a full tile's is vectorized whole (its broadcast then
       // becomes the accumulators' first value), an edge tile's one row at a time.
       %withInits = transform.foreach_match in %vectorized
