@@ -20,8 +20,9 @@ primitives), and each peer is measured at its best. On one thread they run once.
 With --dtype bf16 the layers are bf16 (mhac's NAME.bf16.so, compiled with its default
 schedule for the machine), and so are the peers that have bf16 kernels (oneDNN, PyTorch,
 OpenVINO; OpenBLAS, ONNX Runtime and mhac's Halide backend are f32 peers and show as n/a); `of
-peak` is then against the faster of the two peaks a bf16 layer can use, measured the same way:
-the f32 FMAs' and AVX512-BF16's vdpbf16ps (bench/peak.c bf16), where the CPU has it.
+peak` is then against the fastest of the peaks a bf16 layer can use, measured the same way:
+the f32 FMAs', AVX512-BF16's vdpbf16ps (bench/peak.c bf16) and AMX's tdpbf16ps (bench/peak.c
+amx), where the CPU has them.
 
 usage: bench.py --mhac-run MHA_RUN --modules DIR --peers-dir DIR --python PY
                 [--torch-python PY] [--rounds N] [--calls N] [--min-gflop G] [--threads 1,2]
@@ -139,7 +140,8 @@ def run_once(peer, shape, threads, calls, args):
 
 
 def measure_peak(args, threads, arithmetic="f32"):
-    """The peak of the f32 FMAs, or of vdpbf16ps (arithmetic bf16; None without AVX512-BF16)."""
+    """The peak of the f32 FMAs, of vdpbf16ps (arithmetic bf16; None without AVX512-BF16) or of
+    AMX's tdpbf16ps (arithmetic amx; None without AMX)."""
     out = subprocess.run([os.path.join(args.peers_dir, "peak"), str(threads), arithmetic],
                          capture_output=True, text=True)
     if out.returncode != 0:
@@ -168,7 +170,8 @@ def main():
     rows = [(shape, threads) for shape in SHAPES for threads in thread_counts]
     samples = {row: {peer: [None] * args.rounds for peer in peers} for row in rows}
     peaks = {row: [None] * args.rounds for row in rows}
-    dot_peaks = {row: [] for row in rows}
+    # The bf16 units' own peaks, by arithmetic: vdpbf16ps ("bf16") and AMX ("amx").
+    unit_peaks = {arithmetic: {row: [] for row in rows} for arithmetic in ("bf16", "amx")}
     errors = {row: {} for row in rows}
     for round in range(args.rounds):
         order = peers[round % len(peers):] + peers[:round % len(peers)]
@@ -176,10 +179,11 @@ def main():
             shape, threads = row
             peaks[row][round] = measure_peak(args, threads)
             if args.dtype == "bf16":
-                dot = measure_peak(args, threads, "bf16")
-                if dot:
-                    dot_peaks[row].append(dot)
-                    peaks[row][round] = max(peaks[row][round], dot)
+                for arithmetic, measured in unit_peaks.items():
+                    unit = measure_peak(args, threads, arithmetic)
+                    if unit:
+                        measured[row].append(unit)
+                        peaks[row][round] = max(peaks[row][round], unit)
             for peer in order:
                 if peer in errors[row]:
                     continue
@@ -193,13 +197,15 @@ def main():
 
     for threads in thread_counts:
         measured = sorted(p for row in rows if row[1] == threads for p in peaks[row])
-        dots = sorted(p for row in rows if row[1] == threads for p in dot_peaks[row])
         print("Measured %s peak on %d thread%s: median %.0f GFLOP/s (%.0f-%.0f over the run)"
-              % ("f32 FMA" if args.dtype == "f32" else "bf16 (the faster of FMA and vdpbf16ps)",
+              % ("f32 FMA" if args.dtype == "f32"
+                 else "bf16 (the fastest of FMA, vdpbf16ps and AMX)",
                  threads, "s" if threads > 1 else "", statistics.median(measured), measured[0],
                  measured[-1]))
-        if dots:
-            print("  of which vdpbf16ps alone: median %.0f GFLOP/s" % statistics.median(dots))
+        for arithmetic, unit in (("bf16", "vdpbf16ps"), ("amx", "AMX")):
+            alone = [p for row in rows if row[1] == threads for p in unit_peaks[arithmetic][row]]
+            if alone:
+                print("  %s alone: median %.0f GFLOP/s" % (unit, statistics.median(alone)))
     print()
     print("| B, S, D, H | threads | contender | median ms | GFLOP/s | of peak | best peer / mhac |")
     print("|---|---|---|---|---|---|---|")

@@ -162,21 +162,24 @@ void accumulateRows(OpBuilder &b, Location loc, const TileViews &views, int64_t 
     for (int64_t c = 0; c < columnTiles; ++c)
       sums.push_back(tiles.load(views.accRows, index(b, r), index(b, c * kTileColumns), height(r),
                                 kTileColumns));
-  // One step of 16 pairs from `pair` on: the accumulators after it.
+  // One step of 16 pairs from `pair` on: the accumulators after it. Every operand tile is
+  // loaded before the first product, each into a register of its own: tile registers are not
+  // renamed, so an input tile loaded into the register the previous one's products still
+  // read would wait for them, its load latency exposed.
   auto step = [&](OpBuilder &at, Value pair, ValueRange carried) {
     TileWriter tiles(at, loc, vectors);
     Value column = arith::MulIOp::create(at, loc, pair, index(at, 2));
-    SmallVector<Value> weightTiles;
+    SmallVector<Value> inputTiles, weightTiles;
+    for (int64_t r : rowOffsets)
+      inputTiles.push_back(
+          tiles.load(views.inputRows, index(at, r), column, height(r), 2 * kStepPairs));
     for (int64_t c = 0; c < columnTiles; ++c)
       weightTiles.push_back(tiles.load(views.weightRows, pair, index(at, 2 * c * kTileColumns),
                                        kStepPairs, 2 * kTileColumns));
     SmallVector<Value> next;
-    for (auto [i, r] : llvm::enumerate(rowOffsets)) {
-      Value inputTile =
-          tiles.load(views.inputRows, index(at, r), column, height(r), 2 * kStepPairs);
+    for (auto [i, inputTile] : llvm::enumerate(inputTiles))
       for (int64_t c = 0; c < columnTiles; ++c)
         next.push_back(tiles.multiply(inputTile, weightTiles[c], carried[i * columnTiles + c]));
-    }
     return next;
   };
   if (vectors) {
