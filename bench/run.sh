@@ -11,12 +11,7 @@ build=${MHAC_BUILD_DIR:-$root/build}
 work=${MHAC_BENCH_DIR:-$root/build/bench}
 venv=$root/bench/.venv
 
-"$root/scripts/setup.sh"
-for package in libopenblas-dev libdnnl-dev; do
-  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null
-  fi
-done
+"$root/scripts/setup.sh" libopenblas-dev libdnnl-dev
 # The system Python holds Debian's PyTorch; the venv sees it and adds the other peers. NumPy
 # stays below 2, which Debian's PyTorch 1.13 was built against.
 if [ ! -x "$venv/bin/python" ]; then

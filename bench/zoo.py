@@ -5,7 +5,9 @@ Every round measures, for each layer in turn: the f32 FMA peak (bench/peak.c) an
 of one token (S = 1), the memory read bandwidth (bench/bandwidth.c); mhac's layer (mha-run
 --bench on prepared weights); and the same layer in eager PyTorch (peers/torch_eager.py:
 Debian's PyTorch 1.13, and with --torch-python PyPI's PyTorch 2 with its fused
-scaled_dot_product_attention). The table shows medians over rounds: mhac's time, GFLOP/s and
+scaled_dot_product_attention), and composed from oneDNN's primitives (peers/onednn_mha.c, given
+the layer's head width, grouped-query heads, cross-attention and biases). The table shows
+medians over rounds: mhac's time, GFLOP/s and
 fraction of the peak measured with it, and for one-token layers the GB/s of weights streamed
 against the measured bandwidth; the peers' times and the median of the rounds' best peer /
 mhac ratios.
@@ -43,6 +45,16 @@ def weight_bytes(layer):
     return 4 * (2 * d * h * dh + 2 * kv_dim * hkv * dh)
 
 
+def onednn_arguments(layer, calls):
+    """peers/onednn_mha's command line for the layer (f32)."""
+    keys = {"head_dim": layer["dh"], "kv_heads": layer["hkv"], "bias": int(layer["bias"])}
+    if layer["cross"]:
+        keys.update(kv_seq=layer["skv"], kv_dim=layer["kv_dim"])
+    return ([str(layer[k]) for k in ("b", "s", "d", "h")]
+            + [str(int(layer["causal"])), str(calls), "f32"]
+            + [f"{key}={value}" for key, value in keys.items()])
+
+
 def calls_for(layer, target_gflop=4.0):
     return max(5, min(2000, int(target_gflop * 1e9 / flops(layer))))
 
@@ -72,7 +84,7 @@ def main():
         files = [f for f in files if os.path.basename(f)[:-4] in args.only.split(",")]
     layers = {os.path.basename(f)[:-4]: (f, read_layer(f)) for f in files}
     samples = {name: {"peak": [], "bw": [], "mhac": [], "gflops": [], "torch": [], "sdpa": [],
-                      "ratio": []}
+                      "onednn": [], "ratio": []}
                for name in layers}
     peak = os.path.join(args.peers_dir, "peak")
     bandwidth = os.path.join(args.peers_dir, "bandwidth")
@@ -99,16 +111,22 @@ def main():
                                        run([args.torch_python] + peer + ["sdpa"], env)).group(1))
                 sample["sdpa"].append(sdpa)
                 best = min(best, sdpa)
+            onednn = float(re.search(r"median ([0-9.]+)", run(
+                [os.path.join(args.peers_dir, "onednn_mha")] + onednn_arguments(layer, calls),
+                env)).group(1))
+            sample["onednn"].append(onednn)
+            best = min(best, onednn)
             sample["mhac"].append(mhac)
             sample["torch"].append(torch)
             sample["ratio"].append(best / mhac)
             print(f"round {round_index + 1}: {name}: mhac {mhac:.3f} ms, PyTorch {torch:.3f} ms"
-                  + (f", SDPA {sample['sdpa'][-1]:.3f} ms" if args.torch_python else ""),
-                  file=sys.stderr)
+                  + (f", SDPA {sample['sdpa'][-1]:.3f} ms" if args.torch_python else "")
+                  + f", oneDNN {onednn:.3f} ms", file=sys.stderr)
 
     print(f"| layer | B, S (Skv) | D, H x Dh, Hkv | mhac ms | GFLOP/s | of peak | GB/s of weights "
-          f"(of bandwidth) | PyTorch 1.13 eager ms | PyTorch 2 SDPA ms | best peer / mhac |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          f"(of bandwidth) | PyTorch 1.13 eager ms | PyTorch 2 SDPA ms | oneDNN ms | "
+          f"best peer / mhac |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, (path, layer) in layers.items():
         sample = samples[name]
         ms = statistics.median(sample["mhac"])
@@ -124,6 +142,7 @@ def main():
         sdpa = f"{statistics.median(sample['sdpa']):.3f}" if sample["sdpa"] else "n/a"
         print(f"| {name} | {layer['b']}, {layer['s']}{skv} | {shape} | {ms:.3f} | {rate:.1f} | "
               f"{fraction:.0%} | {streamed} | {statistics.median(sample['torch']):.3f} | {sdpa} | "
+              f"{statistics.median(sample['onednn']):.3f} | "
               f"{statistics.median(sample['ratio']):.2f} |")
 
 

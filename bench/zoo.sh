@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The model zoo (bench/zoo/*.mha) against the machine's FMA peak and memory bandwidth and
-# against eager PyTorch (Debian's, on OpenBLAS), measured in one run; prints a Markdown table
+# against eager PyTorch (Debian's, on OpenBLAS), PyTorch 2's SDPA (where bench/run.sh installed
+# it) and a oneDNN composition, measured in one run; prints a Markdown table
 # (bench/RESULTS.md has the last one). Not part of CI.
 #   bench/zoo.sh [zoo.py options, e.g. --rounds 5 --threads 1 --only gpt2,phi2]
 set -euo pipefail
@@ -8,16 +9,14 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MHAC_BUILD_DIR:-$root/build}
 work=${MHAC_BENCH_DIR:-$root/build/bench}/zoo
 
-"$root/scripts/setup.sh"
 # PyTorch's matrix products go through the system BLAS: without OpenBLAS, Debian's reference
-# BLAS makes it 20x slower than it is for its users.
-if ! dpkg-query -W -f='${Status}' libopenblas-dev 2>/dev/null | grep -q "install ok installed"; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenblas-dev >/dev/null
-fi
+# BLAS makes it 20x slower than it is for its users. oneDNN for its peer.
+"$root/scripts/setup.sh" libopenblas-dev libdnnl-dev
 "$root/scripts/build.sh" mhac mha-run
 mkdir -p "$work"
 cc -O3 -march=native -pthread "$root/bench/peak.c" -o "$work/peak"
 cc -O3 -march=native -pthread "$root/bench/bandwidth.c" -o "$work/bandwidth"
+cc -O3 -march=native "$root/bench/peers/onednn_mha.c" -ldnnl -lm -o "$work/onednn_mha"
 for layer in "$root"/bench/zoo/*.mha; do
   name=$(basename "$layer" .mha)
   if [ ! "$work/$name.so" -nt "$layer" ] || [ ! "$work/$name.so" -nt "$build/bin/mhac" ]; then

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian package that building and testing mhac needs, and Halide 21 from PyPI.
+# Installs every Debian package that building and testing mhac needs, and Halide 21 from PyPI;
+# packages named as arguments too (the benchmarks' peers: scripts/setup.sh libdnnl-dev).
 # Idempotent: packages already present are skipped, and apt is not touched at all when nothing is
 # missing. Runs as root on a fresh Debian 12 machine (or through sudo when not root).
 set -euo pipefail
@@ -14,6 +15,7 @@ packages=(
   # PyTorch (for the tests that compare with nn.MultiheadAttention) and NumPy, for the system Python;
   # venv, pip and setuptools install mhac's Python package into a virtual environment of the build.
   python3-torch python3-numpy python3-venv python3-pip python3-setuptools
+  "$@"
 )
 
 missing=()
