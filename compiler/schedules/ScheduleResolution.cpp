@@ -66,25 +66,54 @@ constexpr KnobId kFitOrder[] = {
     KnobId::CudaMmaAttentionWarps,
 };
 
-/// Column tasks the narrowest projection gets when its rows are one cache tile: enough to keep
-/// up to 8 threads about evenly busy.
-constexpr int64_t kMinColumnTasks = 8;
+/// Tasks the narrowest projection gets when its rows are one cache tile: enough to keep up to
+/// 8 threads about evenly busy.
+constexpr int64_t kMinTasks = 8;
 
-/// The projections' cache columns for a layer whose rows (B x S, and B x Skv) are all known and
-/// fit in one cache tile, as in a decoding step: the tasks are then the column tiles alone, and
-/// the default's 128 columns left threads idle (Whisper-tiny's 384 columns made 3 tasks for 2
-/// threads, Qwen2-0.5B's 128 key columns one). The tiles narrow until the narrowest projection
-/// has kMinColumnTasks of them: its weights stream once whatever the tiles. 0: no preference.
-int64_t balancedCacheCols(const LayerSpec &layer, const Schedule &schedule) {
+/// The rows (B x S, and B x Skv) of a layer whose sizes are all known and whose rows fit in one
+/// of the default's cache tiles, as in a decoding step or a short sequence; 0 otherwise. Its
+/// tasks are then the column tiles alone, and the default's 128 columns left threads idle
+/// (Whisper-tiny's 384 columns made 3 tasks for 2 threads, Qwen2-0.5B's 128 key columns one).
+int64_t oneTileRows(const LayerSpec &layer, const CpuTarget &target) {
   if (layer.batch == kDynamicSize || layer.seq == kDynamicSize || layer.kvSeq == kDynamicSize)
     return 0;
   int64_t rows = layer.batch * std::max(layer.seq, layer.kvSeq);
+  return rows <= targetDefaults(target).projection.cacheRows ? rows : 0;
+}
+
+/// Output features of the narrowest projection.
+int64_t narrowestProjection(const LayerSpec &layer) {
+  return std::min({layer.heads * layer.headDim, layer.kvHeads * layer.headDim, layer.modelDim});
+}
+
+/// The cache columns of a one-tile layer: narrowed until the narrowest projection has
+/// kMinTasks of them, down to one register panel (its weights stream once whatever the
+/// tiles). 0: no preference.
+int64_t balancedCacheCols(const LayerSpec &layer, const CpuTarget &target,
+                          const Schedule &schedule) {
   const ProjectionSchedule &p = schedule.projection;
-  if (rows > p.cacheRows || p.registerCols <= 0)
+  if (oneTileRows(layer, target) == 0 || p.registerCols <= 0)
     return 0;
-  int64_t narrowest =
-      std::min({layer.heads * layer.headDim, layer.kvHeads * layer.headDim, layer.modelDim});
-  return std::max(p.registerCols, narrowest / kMinColumnTasks / p.registerCols * p.registerCols);
+  return std::max(p.registerCols,
+                  narrowestProjection(layer) / kMinTasks / p.registerCols * p.registerCols);
+}
+
+/// The cache rows of a one-tile layer whose narrowest projection has fewer than kMinTasks
+/// register panels (DeiT-tiny's 192 features: 3): its rows split into as many tiles as make
+/// kMinTasks tasks with them (3 x 3 for DeiT-tiny, where 3 tasks kept one of two threads idle a
+/// third of the time). 0: no preference.
+int64_t balancedCacheRows(const LayerSpec &layer, const CpuTarget &target,
+                          const Schedule &schedule) {
+  const ProjectionSchedule &p = schedule.projection;
+  int64_t rows = oneTileRows(layer, target);
+  if (rows == 0 || p.registerCols <= 0 || p.registerRows <= 0)
+    return 0;
+  int64_t panels = std::max<int64_t>(1, narrowestProjection(layer) / p.registerCols);
+  if (panels >= kMinTasks)
+    return 0;
+  int64_t tiles = (kMinTasks + panels - 1) / panels;
+  int64_t tileRows = (rows + tiles - 1) / tiles;
+  return std::max(p.registerRows, (tileRows + p.registerRows - 1) / p.registerRows * p.registerRows);
 }
 
 /// Input features per block of a weight panel (projection_panel_reduction_block = 0 in a
@@ -141,13 +170,16 @@ bool amxPreferred(const LayerSpec &layer, const CpuTarget &target, const Schedul
 
 /// The first value to try for a defaulted knob. The p.v tile's vectors split the head into
 /// chunks of about equal width (a head of 5 vectors in chunks of 3 and 2, not 4 and 1); the
-/// cache columns of a few rows balance their tasks (balancedCacheCols); bf16 layers on AMX
+/// cache tiles of a few rows balance their tasks (balancedCacheCols, balancedCacheRows); bf16
+/// layers on AMX
 /// targets take AMX's register tiles and kernels (amxPreferred); a short call's
 /// tensor-core blocks fill the GPU (gridFilledMmaBlock).
 int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const CpuTarget &target,
                        const Schedule &schedule) {
-  if (id == KnobId::ProjectionCacheCols) {
-    int64_t balanced = balancedCacheCols(layer, schedule);
+  if (id == KnobId::ProjectionCacheCols || id == KnobId::ProjectionCacheRows) {
+    int64_t balanced = id == KnobId::ProjectionCacheCols
+                           ? balancedCacheCols(layer, target, schedule)
+                           : balancedCacheRows(layer, target, schedule);
     return balanced > 0 ? std::min(value, balanced) : value;
   }
   if ((id == KnobId::ProjectionRegisterRows || id == KnobId::ProjectionRegisterCols) &&
