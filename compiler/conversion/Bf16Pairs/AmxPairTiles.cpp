@@ -68,15 +68,15 @@ Value mergePairs(OpBuilder &b, Location loc, Value memref) {
   return memref::CollapseShapeOp::create(b, loc, memref, groups);
 }
 
-/// The tile operations, on AMX or in vectors (`emulate`). A tile is 2-D: `rows` x `columns`
-/// elements of a 2-D memref whose rows are contiguous.
+/// The tile operations, on AMX or in vectors (`vectors`: vector transfers and vdpbf16ps). A
+/// tile is 2-D: `rows` x `columns` elements of a 2-D memref whose rows are contiguous.
 class TileWriter {
 public:
-  TileWriter(OpBuilder &b, Location loc, bool emulate) : b_(b), loc_(loc), emulate_(emulate) {}
+  TileWriter(OpBuilder &b, Location loc, bool vectors) : b_(b), loc_(loc), vectors_(vectors) {}
 
   Value load(Value memref, Value row, Value column, int64_t rows, int64_t columns) {
     Type element = cast<MemRefType>(memref.getType()).getElementType();
-    if (!emulate_)
+    if (!vectors_)
       return amx::TileLoadOp::create(b_, loc_, amx::TileType::get({rows, columns}, element),
                                      memref, ValueRange{row, column});
     Value padding = arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(element));
@@ -86,7 +86,7 @@ public:
   }
 
   void store(Value tile, Value memref, Value row, Value column) {
-    if (!emulate_) {
+    if (!vectors_) {
       amx::TileStoreOp::create(b_, loc_, memref, ValueRange{row, column}, tile);
       return;
     }
@@ -96,7 +96,7 @@ public:
 
   /// acc += the pair products of inputs (rows x 2k bf16) and weights (k x 2 columns bf16).
   Value multiply(Value inputs, Value weights, Value acc) {
-    if (!emulate_)
+    if (!vectors_)
       return amx::TileMulFOp::create(b_, loc_, acc.getType(), inputs, weights, acc);
     // What tdpbf16ps computes, row by row: each of the row's 16 input pairs broadcast and
     // multiplied with a row of 16 weight pairs by vdpbf16ps (the same pair sums in f32).
@@ -119,17 +119,10 @@ public:
     return acc;
   }
 
-  Type accumulatorType(int64_t rows) const {
-    Type f32 = b_.getF32Type();
-    if (emulate_)
-      return VectorType::get({rows, kTileColumns}, f32);
-    return amx::TileType::get({rows, kTileColumns}, f32);
-  }
-
 private:
   OpBuilder &b_;
   Location loc_;
-  bool emulate_;
+  bool vectors_;
 };
 
 /// The 2-D views of one tile's operands, each row contiguous, as tile loads and stores take
