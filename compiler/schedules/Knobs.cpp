@@ -617,12 +617,14 @@ bool pairsFitProjections(const LayerSpec &layer, const Schedule &s) {
 }
 
 bool amxTilesFit(const LayerSpec &layer, const Schedule &s) {
+  // A tile row holds 16 f32 results, or 16 input pairs: 32 inputs a step.
+  int64_t tileColumns = kAmxTileRowBytes / 4, step = kAmxTileRowBytes / 2;
   int64_t rows = s.projection.registerRows, cols = s.projection.registerCols;
-  if (rows % kAmxTileRows != 0 || cols % kAmxTileRows != 0)
+  if (rows % kAmxTileRows != 0 || cols % tileColumns != 0)
     return false;
-  int64_t rowTiles = rows / kAmxTileRows, colTiles = cols / kAmxTileRows;
-  int64_t step = 2 * kAmxTileRows;
-  return rowTiles * colTiles + rowTiles + colTiles <= kAmxTiles && layer.modelDim % step == 0 &&
+  int64_t rowTiles = rows / kAmxTileRows, colTiles = cols / tileColumns;
+  return rowTiles * colTiles + rowTiles + colTiles <= kAmxTileRegisters &&
+         layer.modelDim % step == 0 &&
          layer.kvDim % step == 0 && (layer.heads * layer.headDim) % step == 0 &&
          s.projection.panelReductionBlock % step == 0;
 }

@@ -130,10 +130,6 @@ bool cudaProjectionOnTensorCores(const LayerSpec &layer, int64_t inFeatures);
 /// of `schedule`'s register columns: even input widths, output widths of whole panels.
 bool pairsFitProjections(const LayerSpec &layer, const Schedule &schedule);
 
-/// AMX's tiles: 16 rows of 64 bytes (16 f32 results, or 16 bf16 pairs), 8 tile registers.
-constexpr int64_t kAmxTileRows = 16;
-constexpr int64_t kAmxTiles = 8;
-
 /// Whether the projections' register tiles are whole AMX tiles that fit its registers, and
 /// every reduction whole steps of 16 pairs (bf16_compute = amx).
 bool amxTilesFit(const LayerSpec &layer, const Schedule &schedule);

@@ -70,14 +70,20 @@ constexpr KnobId kFitOrder[] = {
 /// 8 threads about evenly busy.
 constexpr int64_t kMinTasks = 8;
 
-/// The rows (B x S, and B x Skv) of a layer whose sizes are all known and whose rows fit in one
-/// of the default's cache tiles, as in a decoding step or a short sequence; 0 otherwise. Its
-/// tasks are then the column tiles alone, and the default's 128 columns left threads idle
-/// (Whisper-tiny's 384 columns made 3 tasks for 2 threads, Qwen2-0.5B's 128 key columns one).
-int64_t oneTileRows(const LayerSpec &layer, const CpuTarget &target) {
+/// The rows a layer's projections cover (B x S, and B x Skv) where its sizes are all known; 0
+/// otherwise.
+int64_t staticRows(const LayerSpec &layer) {
   if (layer.batch == kDynamicSize || layer.seq == kDynamicSize || layer.kvSeq == kDynamicSize)
     return 0;
-  int64_t rows = layer.batch * std::max(layer.seq, layer.kvSeq);
+  return layer.batch * std::max(layer.seq, layer.kvSeq);
+}
+
+/// The rows of a layer of known sizes whose rows fit in one of the default's cache tiles, as in
+/// a decoding step or a short sequence; 0 otherwise. Its tasks are then the column tiles alone,
+/// and the default's 128 columns left threads idle (Whisper-tiny's 384 columns made 3 tasks for
+/// 2 threads, Qwen2-0.5B's 128 key columns one).
+int64_t oneTileRows(const LayerSpec &layer, const CpuTarget &target) {
+  int64_t rows = staticRows(layer);
   return rows <= targetDefaults(target).projection.cacheRows ? rows : 0;
 }
 
@@ -138,11 +144,10 @@ int64_t panelReductionBlock(const LayerSpec &layer, const CpuTarget &target,
 /// its 64 x 64 blocks of the same warps run 1.3-1.5x faster there, while on long calls the
 /// larger blocks' reuse wins (bench/RESULTS.md, "Schedule variants").
 int64_t gridFilledMmaBlock(int64_t value, const LayerSpec &layer, const CpuTarget &target) {
-  if (!target.cuda || layer.batch == kDynamicSize || layer.seq == kDynamicSize ||
-      layer.kvSeq == kDynamicSize)
+  int64_t rows = staticRows(layer);
+  if (!target.cuda || rows == 0)
     return value;
   const CudaSchedule defaults = targetDefaults(target).cuda;
-  int64_t rows = layer.batch * std::max(layer.seq, layer.kvSeq);
   int64_t cols = std::max(layer.modelDim, layer.heads * layer.headDim);
   auto blocks = [](int64_t n, int64_t block) { return (n + block - 1) / block; };
   if (blocks(rows, defaults.mmaBlockRows) * blocks(cols, defaults.mmaBlockCols) >=
@@ -171,8 +176,7 @@ bool amxPreferred(const LayerSpec &layer, const CpuTarget &target, const Schedul
 /// The first value to try for a defaulted knob. The p.v tile's vectors split the head into
 /// chunks of about equal width (a head of 5 vectors in chunks of 3 and 2, not 4 and 1); the
 /// cache tiles of a few rows balance their tasks (balancedCacheCols, balancedCacheRows); bf16
-/// layers on AMX
-/// targets take AMX's register tiles and kernels (amxPreferred); a short call's
+/// layers on AMX targets take AMX's register tiles and kernels (amxPreferred); a short call's
 /// tensor-core blocks fill the GPU (gridFilledMmaBlock).
 int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const CpuTarget &target,
                        const Schedule &schedule) {
@@ -189,9 +193,9 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
     return gridFilledMmaBlock(value, layer, target);
   if (id == KnobId::ProjectionPanelReductionBlock && value == 0)
     return panelReductionBlock(layer, target, schedule);
-  // The pair dot products where they are the faster arithmetic and the layer's widths pair
-  // up; elsewhere the f32 kernels (fitting down the choices would reach bf16 storage, the slow
-  // path).
+  // AMX's tiles where the CPU has them and the layer's widths fit; else the pair dot products
+  // where they are the faster arithmetic and the layer's widths pair up; elsewhere the f32
+  // kernels (fitting down the choices would reach bf16 storage, the slow path).
   if (id == KnobId::Bf16Compute && value == static_cast<int64_t>(Bf16Compute::Dot) &&
       amxPreferred(layer, target, schedule))
     return static_cast<int64_t>(Bf16Compute::Amx);

@@ -14,6 +14,12 @@
 
 namespace mhac {
 
+/// AMX's tiles: at most 16 rows of 64 bytes (16 f32 results a row, or 16 pairs of bf16), in 8
+/// tile registers.
+constexpr int64_t kAmxTileRows = 16;
+constexpr int64_t kAmxTileRowBytes = 64;
+constexpr int64_t kAmxTileRegisters = 8;
+
 /// A CUDA GPU, for `--target cuda:sm_NN`.
 struct CudaDevice {
   std::string chip; ///< "sm_80", "sm_90": the cubin's architecture

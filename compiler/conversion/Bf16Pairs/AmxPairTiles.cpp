@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/conversion/Passes.h"
+#include "compiler/target/CpuTarget.h"
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
@@ -35,10 +36,10 @@ using namespace mlir;
 namespace mhac {
 namespace {
 
-/// Rows of an AMX tile, f32 results per tile row, and input pairs per step (64 bytes of bf16).
-constexpr int64_t kTileRows = 16;
-constexpr int64_t kTileColumns = 16;
-constexpr int64_t kStepPairs = 16;
+/// Rows of an AMX tile, f32 results per tile row, and input pairs per step (a tile row of bf16).
+constexpr int64_t kTileRows = kAmxTileRows;
+constexpr int64_t kTileColumns = kAmxTileRowBytes / 4;
+constexpr int64_t kStepPairs = kAmxTileRowBytes / 4;
 
 /// A view of `memref` with `dropped` (a dimension of size 1) removed.
 Value dropUnitDim(OpBuilder &b, Location loc, Value memref, int64_t dropped) {
