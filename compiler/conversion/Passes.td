@@ -117,6 +117,14 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
     grouped-query heads, a block's rows are positions of every query head of a group
     (`grouped-query-block / G` of each), so each key and value block is read once for all the
     heads that share it.
+
+    With `amx`, both products are AMX tile products of bf16 (tdpbf16ps, f32 sums): the keys
+    and values of the call are first rounded to bf16 into buffers laid out for the tiles (the
+    values transposed), the scores and the accumulators are kept transposed, and the
+    probabilities are rounded to bf16 pairs between the softmax and the p.v product. It needs
+    blocks of whole 16-row tiles (16 lanes), key blocks of whole steps of 32 and heads of whole
+    16-row tiles. With `emulate-amx`, the same tiles are written in vector operations
+    (vdpbf16ps) for CPUs without AMX (tests).
   }];
   let options = [
     Option<"queryBlock", "query-block", "int64_t", /*default=*/"48",
@@ -143,13 +151,19 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
            "A score tile prefetches its keys' value rows">,
     Option<"prefetchNextBlock", "prefetch-next-block", "bool", /*default=*/"true",
            "The first key block prefetches the next task's queries and this block's output">,
+    Option<"amx", "amx", "bool", /*default=*/"false",
+           "Both products on AMX tiles of bf16 (tdpbf16ps), the probabilities rounded to bf16">,
+    Option<"emulateAmx", "emulate-amx", "bool", /*default=*/"false",
+           "With amx: each tile operation in vector operations instead of AMX's">,
   ];
   let dependentDialects = [
+    "mlir::amx::AMXDialect",
     "mlir::arith::ArithDialect",
     "mlir::bufferization::BufferizationDialect",
     "mlir::memref::MemRefDialect",
     "mlir::scf::SCFDialect",
     "mlir::vector::VectorDialect",
+    "mlir::x86vector::X86VectorDialect",
   ];
 }
 

@@ -113,7 +113,7 @@ LogicalResult lowerMhaToLinalg(ModuleOp module, const LayerSchedules &schedules,
         a.queryBlock, a.groupedQueryBlock, a.keyBlock, target.lanes(), a.scoreTileKeys,
         a.scoreTileVectors, a.valueTileRows, a.valueTileVectors,
         a.queryTranspose == QueryTranspose::Tiles, a.keyPrefetchDistance, a.prefetchValues,
-        a.prefetchNextBlock}));
+        a.prefetchNextBlock, a.compute == AttentionCompute::Amx, target.emulateAmx}));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   });

@@ -141,6 +141,10 @@ std::vector<Knob> makeKnobs() {
       makeKnob<kAttention, &A::prefetchNextBlock>(
           KnobId::AttentionPrefetchNextBlock, "attention_prefetch_next_block",
           "prefetch the next task's queries, this output", kBoolean, 0, 1),
+      withChoices(makeKnob<kAttention, &A::compute>(
+                      KnobId::AttentionCompute, "attention_compute",
+                      "bf16 layers: attention's products in f32, or bf16 on AMX", kChoice, 0, 1),
+                  {"f32", "amx"}),
       Knob{KnobId::Bf16Compute,
            "bf16_compute",
            "bf16 layers: widened at the edges, bf16 inside, or projections on vdpbf16ps or AMX",
@@ -249,8 +253,15 @@ AttentionBlock blockOf(const Schedule &s, const KnobContext &c) {
 /// Bytes of one attention task's scratch on its thread's stack: the transposed queries, the
 /// scores, the accumulators and the rescale factors.
 int64_t scratchBytes(const Schedule &s, const KnobContext &c) {
-  int64_t rows = blockOf(s, c).rows;
-  return 4 * (2 * c.layer->headDim * rows + s.attention.keyBlock * rows + rows);
+  int64_t rows = blockOf(s, c).rows, head = c.layer->headDim, keys = s.attention.keyBlock;
+  int64_t bytes = 4 * (2 * head * rows + keys * rows + rows);
+  if (s.attention.compute != AttentionCompute::Amx)
+    return bytes;
+  // AMX: the queries' rows padded to whole steps of 32 (f32, and as bf16 pairs), the
+  // probabilities as bf16 pairs, the transposed accumulators.
+  int64_t paddedHead = (head + 31) / 32 * 32;
+  return bytes + 4 * (paddedHead - head) * rows + 2 * paddedHead * rows + 2 * keys * rows +
+         4 * head * rows;
 }
 
 /// The most scratch a task may take: 2 MiB, which leaves most of a thread's stack (8 MiB by
@@ -561,8 +572,7 @@ std::vector<Constraint> cudaConstraints() {
                                s.attentionQueryBlock, s.attentionRowThreads, attentionThreads(s));
           }),
       cudaRule(
-          {K::CudaAttentionQueryBlock, K::CudaAttentionKeyBlock, K::CudaAttentionRowThreads},
-          true,
+          {K::CudaAttentionQueryBlock, K::CudaAttentionKeyBlock, K::CudaAttentionRowThreads}, true,
           [](const CudaSchedule &s, const KnobContext &c) {
             return (attentionTileRegisters(s, *c.layer) + kCudaThreadOverhead) *
                        attentionThreads(s) <=
@@ -624,9 +634,8 @@ bool amxTilesFit(const LayerSpec &layer, const Schedule &s) {
     return false;
   int64_t rowTiles = rows / kAmxTileRows, colTiles = cols / tileColumns;
   return rowTiles * colTiles + rowTiles + colTiles <= kAmxTileRegisters &&
-         layer.modelDim % step == 0 &&
-         layer.kvDim % step == 0 && (layer.heads * layer.headDim) % step == 0 &&
-         s.projection.panelReductionBlock % step == 0;
+         layer.modelDim % step == 0 && layer.kvDim % step == 0 &&
+         (layer.heads * layer.headDim) % step == 0 && s.projection.panelReductionBlock % step == 0;
 }
 
 namespace {
@@ -640,8 +649,7 @@ std::vector<Constraint> cpuConstraints() {
        },
        [](const Schedule &s, const KnobContext &c) {
          return fmt::format("bf16_compute ({}) applies to bf16 layers; layer '{}' is f32",
-                            knob(KnobId::Bf16Compute)
-                                .choices[static_cast<size_t>(s.bf16Compute)],
+                            knob(KnobId::Bf16Compute).choices[static_cast<size_t>(s.bf16Compute)],
                             c.layer->name);
        }},
       {{KnobId::Bf16Compute},
@@ -657,8 +665,7 @@ std::vector<Constraint> cpuConstraints() {
       {{KnobId::Bf16Compute},
        false,
        [](const Schedule &s, const KnobContext &c) {
-         return s.bf16Compute != Bf16Compute::Amx ||
-                (c.target.amxBf16 && c.target.avx512bf16);
+         return s.bf16Compute != Bf16Compute::Amx || (c.target.amxBf16 && c.target.avx512bf16);
        },
        [](const Schedule &, const KnobContext &c) {
          return fmt::format("bf16_compute = amx runs on AMX-BF16 tiles (and AVX512-BF16 at the "
@@ -694,6 +701,47 @@ std::vector<Constraint> cpuConstraints() {
                             "are whole panels",
                             s.bf16Compute == Bf16Compute::Amx ? "amx" : "dot",
                             s.projection.registerCols, c.layer->name);
+       }},
+      {{KnobId::AttentionCompute},
+       false,
+       [](const Schedule &s, const KnobContext &c) {
+         return s.attention.compute != AttentionCompute::Amx ||
+                (c.target.amxBf16 && c.target.avx512bf16);
+       },
+       [](const Schedule &, const KnobContext &c) {
+         return fmt::format("attention_compute = amx runs on AMX-BF16 tiles (and rounds with "
+                            "AVX512-BF16); target {} has no AMX",
+                            c.target.name);
+       }},
+      {{KnobId::AttentionCompute, KnobId::Bf16Compute},
+       true,
+       [](const Schedule &s, const KnobContext &c) {
+         return s.attention.compute != AttentionCompute::Amx ||
+                (c.layer->dtype == DType::BF16 &&
+                 (s.bf16Compute == Bf16Compute::Dot || s.bf16Compute == Bf16Compute::Amx));
+       },
+       [](const Schedule &s, const KnobContext &c) {
+         return fmt::format("attention_compute = amx rounds attention's operands to bf16: it "
+                            "applies to bf16 layers whose products are bf16 (bf16_compute = "
+                            "dot or amx); layer '{}' is {} with bf16_compute = {}",
+                            c.layer->name, c.layer->dtype == DType::BF16 ? "bf16" : "f32",
+                            knob(KnobId::Bf16Compute).choices[static_cast<size_t>(s.bf16Compute)]);
+       }},
+      {{KnobId::AttentionCompute, KnobId::AttentionKeyBlock, KnobId::AttentionQueryBlock,
+        KnobId::AttentionGroupedQueryBlock},
+       true,
+       [](const Schedule &s, const KnobContext &c) {
+         return s.attention.compute != AttentionCompute::Amx ||
+                (blockOf(s, c).rows % kAmxTileRows == 0 &&
+                 s.attention.keyBlock % (2 * kAmxTileRows) == 0 &&
+                 c.layer->headDim % kAmxTileRows == 0);
+       },
+       [](const Schedule &s, const KnobContext &c) {
+         return fmt::format("attention_compute = amx computes whole 16 x 16 tiles, 32 keys a "
+                            "step: layer '{}''s query blocks ({} rows) and head ({}) must be "
+                            "multiples of 16, attention_key_block ({}) a multiple of 32",
+                            c.layer->name, blockOf(s, c).rows, c.layer->headDim,
+                            s.attention.keyBlock);
        }},
       multipleRule(KnobId::ProjectionCacheRows, KnobId::ProjectionRegisterRows,
                    {KnobId::ProjectionCacheRows, KnobId::ProjectionRegisterRows},

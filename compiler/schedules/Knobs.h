@@ -46,6 +46,7 @@ enum class KnobId {
   AttentionKeyPrefetchDistance,
   AttentionPrefetchValues,
   AttentionPrefetchNextBlock,
+  AttentionCompute,
   Bf16Compute,
   HalideProjectionVectors,
   HalideProjectionRows,

@@ -32,6 +32,15 @@ enum class TransposeLowering {
   Elements,     ///< one element move each
 };
 
+/// What attention's two products multiply.
+enum class AttentionCompute {
+  /// f32 on the FMAs (bf16 inputs widened as they are loaded).
+  F32,
+  /// bf16 on AMX's tiles with f32 sums: the queries, keys and values rounded to bf16, and the
+  /// probabilities too (as FlashAttention does), the softmax in f32.
+  Amx,
+};
+
 /// How a bf16 layer computes (f32 layers: always f32).
 enum class Bf16Compute {
   /// Its tensors widened to f32 once at the layer's edges (inputs per call, weights in their
@@ -95,6 +104,7 @@ struct AttentionSchedule {
   bool prefetchValues = false;
   /// The first key block prefetches the next task's query rows and this block's output rows.
   bool prefetchNextBlock = false;
+  AttentionCompute compute = AttentionCompute::F32;
 };
 
 /// One of Halide's autoschedulers, in place of the Halide backend's knobs.

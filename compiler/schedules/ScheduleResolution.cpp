@@ -33,6 +33,7 @@ constexpr KnobId kFitOrder[] = {
     KnobId::AttentionQueryTranspose,
     // How a bf16 layer computes before the register tiles: AMX's are whole tiles of 16.
     KnobId::Bf16Compute,
+    KnobId::AttentionCompute,
     KnobId::ProjectionRegisterCols,
     KnobId::ProjectionRegisterRows,
     KnobId::ProjectionCacheRows,

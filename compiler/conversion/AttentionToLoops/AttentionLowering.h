@@ -3,7 +3,8 @@
 // Part of mhac. The builder of convert-mha-attention-to-loops, one kind of tile per file:
 // QueryTranspose.cpp (the block's queries, transposed), ScoreTile.cpp (the scores' register
 // tiles), Softmax.cpp (the online softmax and the output), ValueTile.cpp (the p.v register
-// tiles and the next block's prefetches); AttentionToLoops.cpp assembles the loop nest.
+// tiles and the next block's prefetches), AmxProducts.cpp (both products on AMX's tiles);
+// AttentionToLoops.cpp assembles the loop nest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,7 +44,13 @@ struct AttentionBlocking {
   /// A score tile prefetches its value rows; the first key block prefetches the next task's
   /// queries and this block's output.
   bool prefetchValues, prefetchNextBlock;
+  /// Both products on AMX's tiles (AmxProducts.cpp), or (`amxInVectors`) the same tiles in
+  /// vector operations, for CPUs without AMX.
+  bool amx, amxInVectors;
 };
+
+/// Head features padded to whole steps of AMX's bf16 pairs (the scores' reduction).
+inline int64_t amxPaddedHead(int64_t headDim) { return (headDim + 31) / 32 * 32; }
 
 /// Builds the loop nest of one mha.attention.
 class AttentionLowering {
@@ -123,7 +130,8 @@ private:
   /// 2^x for x <= 0, in eleven vector instructions: x = n + f with n = round(x) and |f| <= 1/2;
   /// 2^f by a degree-5 polynomial (relative error 2.3e-7 in f32), 2^n by writing n + 127 into
   /// the exponent bits. x is clamped to -127, whose exponent field 0 makes the result exactly 0.
-  Value exp2(Value x);
+  /// `forBf16`: a result about to be rounded to bf16, in nine instructions (degree 3, 7.5e-5).
+  Value exp2(Value x, bool forBf16 = false);
   /// qT = scale * log2(e) * the block's query rows, transposed; zero in the columns of rows
   /// past the sequence's end (`rows` positions are valid) and of padding rows.
   void buildQueryTranspose(Value rows);
@@ -134,8 +142,9 @@ private:
   /// telling whether the block reaches past its first row's last key; null otherwise).
   void buildScores(Value j0, Value cols, Value crossesDiagonal);
   /// The online softmax of one key block, over the block's vectors of queries: m' = max(m,
-  /// max_j sT[j]) (`oldMax` is m); alpha = 2^(m - m') into alpha_; pT = 2^(sT - m') in place;
-  /// returns m' and then l' = alpha * l + sum_j pT[j] (`oldSum` is l).
+  /// max_j sT[j]) (`oldMax` is m); alpha = 2^(m - m') into alpha_; pT = 2^(sT - m') in place
+  /// (with AMX: into probabilityPairs_); returns m' and then l' = alpha * l + sum_j pT[j]
+  /// (`oldSum` is l).
   SmallVector<Value> buildSoftmax(Value cols, ValueRange oldMax, ValueRange oldSum);
   /// o[i][:] = alpha[i] * o[i][:] + sum_{j < cols} pT[j][i] * v[j0 + j][:].
   void buildValueUpdate(Value j0, Value cols, Value rowsInUse);
@@ -147,6 +156,33 @@ private:
   /// Prefetches the lines of the rows [rowTile, rowTile + queryTile) of the next iteration's
   /// query block, and of this block's output rows (for writing).
   void buildRowPrefetches(Value rowTile);
+  /// The positions within their heads of the block's queries q .. q + lanes, as i32 lanes.
+  Value queryPositions(Value q);
+  /// The first position (i32) of the block's rows that sees `key`: lanes at positions from it
+  /// on see it.
+  Value firstSeeingPosition(Value key);
+
+  // AMX (AmxProducts.cpp). The keys and values of the whole call are first rounded to bf16
+  // into buffers laid out for the tiles, which every query block then reads.
+  /// keysBf16_ [B][Hkv][Skv'][Dp] and valuesT_ [B][Hkv][Dh][Skv'] (transposed), zero past the
+  /// keys and past the head (Skv' = Skv in whole key blocks, Dp = amxPaddedHead).
+  void buildAmxOperands(Value batchSize, Value kvSeq, int64_t groups);
+  /// dst[k][2c + h] = bf16(src[2k + h][c]) for the pairs k < `pairs`: rows of f32 vectors in
+  /// AMX's VNNI layout (pairs of rows interleaved).
+  void packPairRows(Value src, Value dst, int64_t pairs);
+  /// The softmax's probabilities of vector `v` of the block's queries, 2^(sT[j] - shift) for
+  /// j < cols and 0 past them (the whole key block), rounded into probabilityPairs_; returns
+  /// their sum.
+  Value buildProbabilityPairs(int64_t v, Value cols, Value shift);
+  /// sT = the block's keys . qT, on tiles: keys from j0 on, KB of them (past `cols`, scores
+  /// that the softmax does not read).
+  void buildAmxScores(Value j0);
+  /// sT[j] = -inf in the lanes of queries that cannot see key j0 + j, for j < cols.
+  void maskScores(Value j0, Value cols);
+  /// accT = alpha * accT + v^T . pT: on tiles, from probabilityPairs_.
+  void buildAmxValueUpdate(Value j0);
+  /// acc = accT^T (for buildOutput).
+  void transposeAccumulators();
 
   mha::AttentionOp op_;
   OpBuilder &b_;
@@ -156,13 +192,17 @@ private:
   Type f32_, elementType_;
   VectorType laneVector_, headVector_;
   // Inputs and the output, and what every iteration of the parallel loop shares.
-  Value query_, key_, value_, out_, batch_, kvCol_, qCol_, i0_, diagonal_, lastKey_, lastPosition_;
+  Value query_, key_, value_, out_, batch_, group_, kvCol_, qCol_, i0_, diagonal_, lastKey_,
+      lastPosition_;
   // Where the next iteration's block starts.
   Value nextBatch_, nextI0_, nextQCol_;
   // Scratch of one parallel iteration.
   Value queryT_, scores_, acc_, alpha_;
   // Vectors of the block's lanes: all 0, all -inf.
   Value zeros_, negInfs_;
+  // AMX: the call's keys and values in bf16 (buildAmxOperands); a task's queries and
+  // probabilities as bf16 pairs, and its accumulators transposed ([Dh][QB]).
+  Value keysBf16_, valuesT_, queryPairs_, probabilityPairs_, accT_;
 };
 
 } // namespace mhac

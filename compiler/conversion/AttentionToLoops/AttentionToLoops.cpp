@@ -37,7 +37,10 @@
 #include "compiler/conversion/AttentionToLoops/AttentionLowering.h"
 #include "compiler/conversion/Passes.h"
 #include "compiler/schedules/AttentionBlock.h"
+#include "compiler/target/CpuTarget.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <limits>
@@ -103,22 +106,32 @@ Value AttentionLowering::build() {
   // positions): independent, and each with its own scratch, so the runtime's threads can share
   // them out.
   int64_t groups = op_.getHeads() / blocking_.heads;
+  if (blocking_.amx)
+    buildAmxOperands(batchSize, kvSeq, groups);
   auto parallel = scf::ParallelOp::create(b_, loc_, ValueRange{c0, c0, c0},
                                           ValueRange{batchSize, index(groups), queryBlocks},
                                           ValueRange{c1, c1, c1});
   OpBuilder::InsertionGuard guard(b_);
   b_.setInsertionPointToStart(parallel.getBody());
   batch_ = parallel.getInductionVars()[0];
-  Value group = parallel.getInductionVars()[1];
+  Value group = group_ = parallel.getInductionVars()[1];
   i0_ = mul(parallel.getInductionVars()[2], positions);
-  auto scratch = [&](ArrayRef<int64_t> shape) {
-    return memref::AllocaOp::create(b_, loc_, MemRefType::get(shape, f32_), ValueRange{},
+  auto scratch = [&](ArrayRef<int64_t> shape, Type element) {
+    return memref::AllocaOp::create(b_, loc_, MemRefType::get(shape, element), ValueRange{},
                                     b_.getI64IntegerAttr(64));
   };
-  queryT_ = scratch({headDim_, queryBlock});
-  scores_ = scratch({keyBlock, queryBlock});
-  acc_ = scratch({queryBlock, headDim_});
-  alpha_ = scratch({queryBlock});
+  // AMX's scores reduce over the head in whole steps: its queries' rows are padded.
+  int64_t queryRows = blocking_.amx ? amxPaddedHead(headDim_) : headDim_;
+  queryT_ = scratch({queryRows, queryBlock}, f32_);
+  scores_ = scratch({keyBlock, queryBlock}, f32_);
+  acc_ = scratch({queryBlock, headDim_}, f32_);
+  alpha_ = scratch({queryBlock}, f32_);
+  if (blocking_.amx) {
+    Type bf16 = b_.getBF16Type();
+    queryPairs_ = scratch({queryRows / 2, 2 * queryBlock}, bf16);
+    probabilityPairs_ = scratch({keyBlock / 2, 2 * queryBlock}, bf16);
+    accT_ = scratch({headDim_, queryBlock}, f32_);
+  }
 
   Value kvLen = kvSeq;
   if (kvLens) {
@@ -135,26 +148,39 @@ Value AttentionLowering::build() {
   Value lastRow = add(index((blocking_.heads - 1) * blocking_.positions), rows);
   Value rowsInUse = mul(arith::CeilDivSIOp::create(b_, loc_, lastRow, tile), tile);
 
+  // The softmax's state is carried as the block's vectors of queries, one by one: a block of
+  // 48 queries is six ymm registers, where one 48-lane vector would not be legal for LLVM.
+  int64_t blockVectors = queryBlock / blocking_.lanes;
+  zeros_ = splat(laneVector_, zero);
+  negInfs_ = splat(laneVector_, negInf);
+
   buildQueryTranspose(rows);
+  if (blocking_.amx) {
+    for (int64_t d = headDim_; d < queryRows; ++d)
+      for (int64_t v = 0; v < blockVectors; ++v)
+        storeVector(zeros_, queryT_, {index(d), vectorOffset(v)});
+    packPairRows(queryT_, queryPairs_, queryRows / 2);
+  }
   // A thread runs the iterations of its share in order (the runtime's pool), so the next one
   // is mostly this one's successor. Its query rows and this block's output rows are fetched
   // during the first key block (where the schedule asks): they would otherwise be misses
   // waited on one by one, in the transpose and the final write.
   locateNextBlock(group, groups, batchSize, seq);
-  forLoop(c0, index(queryBlock), c1, [&](Value r) {
-    storeVector(splat(headVector_, zero), acc_, {r, c0});
-  });
+  if (blocking_.amx)
+    forLoop(c0, dh, c1, [&](Value d) {
+      for (int64_t v = 0; v < blockVectors; ++v)
+        storeVector(zeros_, accT_, {d, vectorOffset(v)});
+    });
+  else
+    forLoop(c0, index(queryBlock), c1, [&](Value r) {
+      storeVector(splat(headVector_, zero), acc_, {r, c0});
+    });
 
   // Keys past the block's last row's limit are masked for every row of the block.
   Value blockEnd = kvLen;
   if (op_.getCausal())
     blockEnd = minIndex(kvLen, maxIndex(c0, add(add(i0_, rows), diagonal_)));
 
-  // The softmax's state is carried as the block's vectors of queries, one by one: a block of
-  // 48 queries is six ymm registers, where one 48-lane vector would not be legal for LLVM.
-  int64_t blockVectors = queryBlock / blocking_.lanes;
-  zeros_ = splat(laneVector_, zero);
-  negInfs_ = splat(laneVector_, negInf);
   SmallVector<Value> initial(blockVectors, negInfs_);
   initial.append(blockVectors, zeros_);
   SmallVector<Value> state =
@@ -167,13 +193,22 @@ Value AttentionLowering::build() {
         if (op_.getCausal())
           crossesDiagonal = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sgt,
                                                   add(j0, cols), add(add(i0_, diagonal_), c1));
-        buildScores(j0, cols, crossesDiagonal);
-
+        if (!blocking_.amx) {
+          buildScores(j0, cols, crossesDiagonal);
+          SmallVector<Value> next = buildSoftmax(cols, oldMax, oldSum);
+          buildValueUpdate(j0, cols, rowsInUse);
+          return next;
+        }
+        buildAmxScores(j0);
+        if (crossesDiagonal)
+          ifThen(crossesDiagonal, [&] { maskScores(j0, cols); });
         SmallVector<Value> next = buildSoftmax(cols, oldMax, oldSum);
-        buildValueUpdate(j0, cols, rowsInUse);
+        buildAmxValueUpdate(j0);
         return next;
       });
 
+  if (blocking_.amx)
+    transposeAccumulators();
   buildOutput(rows, ValueRange(state).drop_front(blockVectors));
 
   b_.setInsertionPointAfter(parallel);
@@ -213,7 +248,9 @@ struct ConvertMhaAttentionToLoopsPass
         transposeInTiles && block.transposesInTiles(op.getHeadDim(), vectorLanes),
         keyPrefetchDistance,
         prefetchValues,
-        prefetchNextBlock};
+        prefetchNextBlock,
+        amx,
+        emulateAmx};
   }
 
   void runOnOperation() override {
@@ -230,6 +267,14 @@ struct ConvertMhaAttentionToLoopsPass
     getOperation().walk([&](mha::AttentionOp op) { ops.push_back(op); });
     for (mha::AttentionOp op : ops) {
       AttentionBlocking blocking = blockingOf(op);
+      if (amx &&
+          (vectorLanes != kAmxTileRows || blocking.queryBlock % kAmxTileRows != 0 ||
+           blocking.keyBlock % (2 * kAmxTileRows) != 0 || op.getHeadDim() % kAmxTileRows != 0)) {
+        op.emitError("attention on AMX needs 16 vector lanes, query blocks of whole 16-row "
+                     "tiles, key blocks of whole steps of 32 keys and heads of whole 16-row "
+                     "tiles");
+        return signalPassFailure();
+      }
       OpBuilder builder(op);
       Value result = AttentionLowering(op, builder, blocking).build();
       op.getResult().replaceAllUsesWith(result);

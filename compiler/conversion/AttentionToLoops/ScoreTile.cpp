@@ -11,6 +11,28 @@
 
 namespace mhac {
 
+Value AttentionLowering::queryPositions(Value q) {
+  int64_t lanes = blocking_.lanes;
+  auto laneType = VectorType::get({lanes}, b_.getI32Type());
+  SmallVector<int32_t> offsets(lanes);
+  std::iota(offsets.begin(), offsets.end(), 0);
+  Value laneOffsets =
+      arith::ConstantOp::create(b_, loc_, DenseIntElementsAttr::get(laneType, offsets));
+  Value firstLane = splat(laneType, arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), q));
+  Value positions = arith::AddIOp::create(b_, loc_, laneOffsets, firstLane);
+  if (blocking_.heads == 1)
+    return positions;
+  Value perHead = arith::ConstantIntOp::create(b_, loc_, blocking_.positions, 32);
+  return arith::RemUIOp::create(b_, loc_, positions, splat(laneType, perHead));
+}
+
+Value AttentionLowering::firstSeeingPosition(Value key) {
+  // Causal: the query at position i0 + p sees key j when j <= i0 + p + diagonal.
+  Value first = maxIndex(index(0), sub(sub(key, diagonal_), i0_));
+  first = minIndex(first, index(blocking_.positions));
+  return arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), first);
+}
+
 void AttentionLowering::buildScores(Value j0, Value cols, Value crossesDiagonal) {
   int64_t tile = blocking_.keyTile, chunk = blocking_.queryChunk, lanes = blocking_.lanes;
   // A chunk is carried as its register-wide vectors, one by one: a chunk of three vectors as
@@ -20,10 +42,6 @@ void AttentionLowering::buildScores(Value j0, Value cols, Value crossesDiagonal)
   Value c0 = index(0), c1 = index(1);
   auto laneType = VectorType::get({lanes}, b_.getI32Type());
   Value negInf = splat(laneVector_, f32(-std::numeric_limits<double>::infinity()));
-  SmallVector<int32_t> offsets(lanes);
-  std::iota(offsets.begin(), offsets.end(), 0);
-  Value laneOffsets =
-      arith::ConstantOp::create(b_, loc_, DenseIntElementsAttr::get(laneType, offsets));
 
   // One tile of keys from j0 + jt on. A whole tile reads its rows as they are, at constant
   // offsets from one row address. Only the last key block of a query block can end in a
@@ -83,29 +101,13 @@ void AttentionLowering::buildScores(Value j0, Value cols, Value crossesDiagonal)
           });
       // Stores the chunk's scores, each lane masked to -inf where its query cannot see the key.
       auto store = [&](bool masked) {
-        // Causal: the query at position i0 + p sees key j0 + j when j0 + j <= i0 + p + diagonal,
-        // so its valid lanes are those at positions from `first` on.
         SmallVector<Value> firstValid;
         if (masked)
-          for (int64_t t = 0; t < tile; ++t) {
-            Value first = maxIndex(c0, sub(sub(add(firstKey, index(t)), diagonal_), i0_));
-            first = minIndex(first, index(blocking_.positions));
-            firstValid.push_back(arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), first));
-          }
+          for (int64_t t = 0; t < tile; ++t)
+            firstValid.push_back(firstSeeingPosition(add(firstKey, index(t))));
         for (int64_t v = 0; v < chunkVectors; ++v) {
           Value q = add(q0, index(v * lanes));
-          Value lanePosition;
-          if (masked) {
-            // The position of each lane's query row within its head.
-            Value firstLane =
-                splat(laneType, arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), q));
-            lanePosition = arith::AddIOp::create(b_, loc_, laneOffsets, firstLane);
-            if (blocking_.heads > 1) {
-              Value positions = arith::ConstantIntOp::create(b_, loc_, blocking_.positions, 32);
-              lanePosition =
-                  arith::RemUIOp::create(b_, loc_, lanePosition, splat(laneType, positions));
-            }
-          }
+          Value lanePosition = masked ? queryPositions(q) : Value();
           for (int64_t t = 0; t < tile; ++t) {
             Value sum = sums[t * chunkVectors + v];
             if (masked) {

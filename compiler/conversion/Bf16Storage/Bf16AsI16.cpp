@@ -55,8 +55,9 @@ Attribute retype(Attribute value) {
   return {};
 }
 
-/// AVX512-BF16's dot products, which compute on bf16 itself (vdpbf16ps): their operands are
-/// bit-cast back to bf16 where they are used.
+/// AVX512-BF16's dot products and conversions, which compute on bf16 itself (vdpbf16ps,
+/// vcvtneps2bf16): their operands are bit-cast back to bf16 where they are used, their
+/// results to i16 where they are made.
 bool computesOnBf16(Operation *op) {
   auto intrinsic = dyn_cast<LLVM::CallIntrinsicOp>(op);
   return intrinsic && intrinsic.getIntrin().starts_with("llvm.x86.avx512bf16.");
@@ -83,9 +84,10 @@ struct Bf16AsI16 : impl::Bf16AsI16Base<Bf16AsI16> {
           for (BlockArgument argument : block.getArguments())
             if (Type type = retype(argument.getType()))
               argument.setType(type);
-      for (OpResult result : op->getResults())
-        if (Type type = retype(result.getType()))
-          result.setType(type);
+      if (!computesOnBf16(op))
+        for (OpResult result : op->getResults())
+          if (Type type = retype(result.getType()))
+            result.setType(type);
       if (auto constant = dyn_cast<LLVM::ConstantOp>(op))
         if (Attribute value = retype(constant.getValue()))
           constant.setValueAttr(cast<TypedAttr>(value));
@@ -107,6 +109,12 @@ struct Bf16AsI16 : impl::Bf16AsI16Base<Bf16AsI16> {
                                               vector.clone(BFloat16Type::get(op->getContext())),
                                               operand.get()));
       }
+      b.setInsertionPointAfter(op);
+      for (OpResult result : op->getResults())
+        if (Type type = retype(result.getType())) {
+          auto bits = LLVM::BitcastOp::create(b, op->getLoc(), type, result);
+          result.replaceAllUsesExcept(bits, bits);
+        }
     });
     // Bitcasts between bf16 and i16 (from the expanded conversions) now cast i16 to itself.
     getOperation()->walk([](LLVM::BitcastOp cast) {

@@ -1,0 +1,243 @@
+//===- AmxProducts.cpp - both products of attention on AMX's tiles --------===//
+//
+// Part of mhac. With AMX, a block's two products are tile products (Utils/AmxTiles.h), bf16 by
+// bf16 into f32, with the scores and accumulators kept transposed as in the vector kernels:
+//
+//   sT[KB][QB]  = keys[KB][Dp] . qT          a: the keys' rows; b: qT's rows in pairs
+//   accT[Dh][QB] += vT[Dh][KB] . pT          a: the values, transposed; b: pT's rows in pairs
+//
+// so the softmax between them is the vector kernels' (Softmax.cpp), vertical over the block's
+// queries, and rounding its result to bf16 pairs is one conversion and one interleave per two
+// vectors. The keys and values are rounded to bf16 once per call, into buffers laid out as the
+// tiles load them (the values transposed) and padded with zeros to whole key blocks and whole
+// steps of the head: every tile of a block is then whole, and the steps unroll into
+// straight-line code, as AMX's tile registers need. FlashAttention does the same rounding of
+// the probabilities; the softmax's state and every sum stay in f32.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/conversion/AttentionToLoops/AttentionLowering.h"
+#include "compiler/conversion/Utils/AmxTiles.h"
+
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
+
+namespace mhac {
+namespace {
+
+/// Result tiles of one band of tile products: 2 x 2, which with their 2 + 2 operand tiles
+/// fill AMX's 8 registers.
+constexpr int64_t kBandTiles = 2;
+
+/// bf16 elements of padding after each row of the transposed values: one 64-byte line.
+constexpr int64_t kValueRowPadding = 32;
+
+/// The tile products c += a . b over `pairs`, for c's `rowTiles` x `columnTiles` result tiles
+/// in bands of kBandTiles x kBandTiles.
+void accumulateInBands(OpBuilder &b, Location loc, const TileOperands &operands, int64_t rowTiles,
+                       int64_t columnTiles, int64_t pairs, TileStart start, bool vectors) {
+  for (int64_t r0 = 0; r0 < rowTiles; r0 += kBandTiles)
+    for (int64_t c0 = 0; c0 < columnTiles; c0 += kBandTiles) {
+      SmallVector<TileRows> rows;
+      for (int64_t r = r0; r < std::min(rowTiles, r0 + kBandTiles); ++r)
+        rows.push_back({r * kAmxTileRows, kAmxTileRows});
+      SmallVector<int64_t> columns;
+      for (int64_t c = c0; c < std::min(columnTiles, c0 + kBandTiles); ++c)
+        columns.push_back(c * kAmxTileColumns);
+      accumulateTiles(b, loc, operands, rows, columns, pairs, start, vectors);
+    }
+}
+
+} // namespace
+
+void AttentionLowering::buildAmxOperands(Value batchSize, Value kvSeq, int64_t groups) {
+  int64_t lanes = blocking_.lanes, paddedHead = amxPaddedHead(headDim_);
+  Value c0 = index(0), c1 = index(1), lanesValue = index(lanes);
+  Value keyBlock = index(blocking_.keyBlock);
+  Value keyRows = mul(arith::CeilDivSIOp::create(b_, loc_, kvSeq, keyBlock), keyBlock);
+  auto bf16 = b_.getBF16Type();
+  keysBf16_ = memref::AllocOp::create(
+      b_, loc_,
+      MemRefType::get({ShapedType::kDynamic, groups, ShapedType::kDynamic, paddedHead}, bf16),
+      ValueRange{batchSize, keyRows}, b_.getI64IntegerAttr(64));
+  // A value row is padded by one cache line: rows of a power of two of bytes (1 KiB at 512
+  // keys) would map a tile's 16 rows onto a few of L1's sets, and evict each other.
+  Value valueRowLength = add(keyRows, index(kValueRowPadding));
+  valuesT_ = memref::AllocOp::create(
+      b_, loc_,
+      MemRefType::get({ShapedType::kDynamic, groups, headDim_, ShapedType::kDynamic}, bf16),
+      ValueRange{batchSize, valueRowLength}, b_.getI64IntegerAttr(64));
+
+  // One task per (batch, key/value head, lanes keys): lanes x lanes tiles of keys and values,
+  // read as zero past the last key, rounded to bf16; the values transposed in registers.
+  auto parallel = scf::ParallelOp::create(
+      b_, loc_, ValueRange{c0, c0, c0},
+      ValueRange{batchSize, index(groups), arith::DivSIOp::create(b_, loc_, keyRows, lanesValue)},
+      ValueRange{c1, c1, c1});
+  OpBuilder::InsertionGuard guard(b_);
+  b_.setInsertionPointToStart(parallel.getBody());
+  Value batch = parallel.getInductionVars()[0], group = parallel.getInductionVars()[1];
+  Value key = mul(parallel.getInductionVars()[2], lanesValue);
+  Value column = mul(group, index(headDim_));
+  MLIRContext *ctx = b_.getContext();
+  AffineMap rowsAndColumns =
+      AffineMap::get(3, 0, {getAffineDimExpr(1, ctx), getAffineDimExpr(2, ctx)}, ctx);
+  auto tileType = VectorType::get({lanes, lanes}, elementType_);
+  auto f32Tile = VectorType::get({lanes, lanes}, f32_);
+  auto bf16Row = VectorType::get({lanes}, bf16);
+  Value padding = arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(elementType_));
+  auto readTile = [&](Value memref, Value d) {
+    Value tile = vector::TransferReadOp::create(
+        b_, loc_, tileType, memref, ValueRange{batch, key, add(column, d)},
+        AffineMapAttr::get(rowsAndColumns), padding, /*mask=*/Value(),
+        b_.getBoolArrayAttr({false, true}));
+    return elementType_ == f32_ ? tile : arith::ExtFOp::create(b_, loc_, f32Tile, tile);
+  };
+  auto round = [&](Value row) {
+    return x86vector::CvtPackedF32ToBF16Op::create(b_, loc_, bf16Row, row);
+  };
+  forLoop(c0, index(headDim_), lanesValue, [&](Value d) {
+    Value keys = readTile(key_, d);
+    Value values =
+        vector::TransposeOp::create(b_, loc_, readTile(value_, d), ArrayRef<int64_t>{1, 0});
+    for (int64_t r = 0; r < lanes; ++r) {
+      Value keyRow = vector::ExtractOp::create(b_, loc_, keys, ArrayRef<int64_t>{r});
+      storeVector(round(keyRow), keysBf16_, {batch, group, add(key, index(r)), d});
+      Value valueRow = vector::ExtractOp::create(b_, loc_, values, ArrayRef<int64_t>{r});
+      storeVector(round(valueRow), valuesT_, {batch, group, add(d, index(r)), key});
+    }
+  });
+  Value zeroRow = arith::ConstantOp::create(b_, loc_, bf16Row, b_.getZeroAttr(bf16Row));
+  for (int64_t d = headDim_; d < paddedHead; d += lanes)
+    for (int64_t r = 0; r < lanes; ++r)
+      storeVector(zeroRow, keysBf16_, {batch, group, add(key, index(r)), index(d)});
+}
+
+/// The pair of bf16 rows interleaved, [a0, b0, a1, b1, ...]: a row of AMX's VNNI layout.
+static Value interleaveRounded(OpBuilder &b, Location loc, Value a, Value c) {
+  auto bf16Row = VectorType::get({cast<VectorType>(a.getType()).getDimSize(0)}, b.getBF16Type());
+  return vector::InterleaveOp::create(b, loc,
+                                      x86vector::CvtPackedF32ToBF16Op::create(b, loc, bf16Row, a),
+                                      x86vector::CvtPackedF32ToBF16Op::create(b, loc, bf16Row, c));
+}
+
+void AttentionLowering::packPairRows(Value src, Value dst, int64_t pairs) {
+  int64_t vectors = blocking_.queryBlock / blocking_.lanes;
+  forLoop(index(0), index(pairs), index(1), [&](Value k) {
+    Value row = mul(k, index(2));
+    for (int64_t v = 0; v < vectors; ++v) {
+      Value pair =
+          interleaveRounded(b_, loc_, loadVector(laneVector_, src, {row, vectorOffset(v)}),
+                            loadVector(laneVector_, src, {add(row, index(1)), vectorOffset(v)}));
+      storeVector(pair, dst, {k, index(2 * v * blocking_.lanes)});
+    }
+  });
+}
+
+Value AttentionLowering::buildProbabilityPairs(int64_t v, Value cols, Value shift) {
+  Value c0 = index(0), c1 = index(1), c2 = index(2);
+  Value column = index(2 * v * blocking_.lanes);
+  // The pairs that hold a valid key; past them, zeros to the end of the block (a block's
+  // last pairs are only in use in its last key block: not worth an exponential each).
+  Value usedPairs = arith::CeilDivSIOp::create(b_, loc_, cols, c2);
+  Value sum = forLoop(c0, usedPairs, c1, {zeros_}, [&](Value k, ValueRange partial) {
+    SmallVector<Value> halves;
+    Value sum = partial[0];
+    for (int64_t h = 0; h < 2; ++h) {
+      Value row = add(mul(k, c2), index(h));
+      Value p = exp2(arith::SubFOp::create(
+                         b_, loc_, loadVector(laneVector_, scores_, {row, vectorOffset(v)}), shift),
+                     /*forBf16=*/true);
+      // The odd row past cols holds what an earlier block left (any bits, NaN included):
+      // selected away, not multiplied by zero.
+      if (h == 1)
+        p = arith::SelectOp::create(
+            b_, loc_, arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::slt, row, cols), p,
+            zeros_);
+      sum = arith::AddFOp::create(b_, loc_, sum, p);
+      halves.push_back(p);
+    }
+    storeVector(interleaveRounded(b_, loc_, halves[0], halves[1]), probabilityPairs_, {k, column});
+    return SmallVector<Value>{sum};
+  })[0];
+  auto pairRow = VectorType::get({2 * blocking_.lanes}, b_.getBF16Type());
+  Value zeroPairs = arith::ConstantOp::create(b_, loc_, pairRow, b_.getZeroAttr(pairRow));
+  forLoop(usedPairs, index(blocking_.keyBlock / 2), c1, [&](Value k) {
+    storeVector(zeroPairs, probabilityPairs_, {k, column});
+  });
+  return sum;
+}
+
+/// The [rows][columns] window of a [B][Hkv][*][*] buffer at (batch, group, row, column).
+static Value window(OpBuilder &b, Location loc, Value buffer, Value batch, Value group, Value row,
+                    int64_t rows, OpFoldResult column, int64_t columns) {
+  auto type = cast<MemRefType>(buffer.getType());
+  SmallVector<OpFoldResult> offsets{batch, group, row, column};
+  SmallVector<OpFoldResult> sizes{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(rows),
+                                  b.getIndexAttr(columns)};
+  SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+  auto viewType =
+      memref::SubViewOp::inferRankReducedResultType({rows, columns}, type, offsets, sizes, strides);
+  return memref::SubViewOp::create(b, loc, cast<MemRefType>(viewType), buffer, offsets, sizes,
+                                   strides);
+}
+
+void AttentionLowering::buildAmxScores(Value j0) {
+  int64_t paddedHead = amxPaddedHead(headDim_), keyBlock = blocking_.keyBlock;
+  Value keys =
+      window(b_, loc_, keysBf16_, batch_, group_, j0, keyBlock, b_.getIndexAttr(0), paddedHead);
+  accumulateInBands(b_, loc_, TileOperands{keys, queryPairs_, scores_}, keyBlock / kAmxTileRows,
+                    blocking_.queryBlock / kAmxTileColumns, paddedHead / 2, TileStart::Zero,
+                    blocking_.amxInVectors);
+}
+
+void AttentionLowering::maskScores(Value j0, Value cols) {
+  int64_t vectors = blocking_.queryBlock / blocking_.lanes;
+  auto laneType = VectorType::get({blocking_.lanes}, b_.getI32Type());
+  SmallVector<Value> positions;
+  for (int64_t v = 0; v < vectors; ++v)
+    positions.push_back(queryPositions(vectorOffset(v)));
+  forLoop(index(0), cols, index(1), [&](Value j) {
+    Value first = splat(laneType, firstSeeingPosition(add(j0, j)));
+    for (int64_t v = 0; v < vectors; ++v) {
+      Value sees = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sge, positions[v], first);
+      Value scores = loadVector(laneVector_, scores_, {j, vectorOffset(v)});
+      storeVector(arith::SelectOp::create(b_, loc_, sees, scores, negInfs_), scores_,
+                  {j, vectorOffset(v)});
+    }
+  });
+}
+
+void AttentionLowering::buildAmxValueUpdate(Value j0) {
+  int64_t vectors = blocking_.queryBlock / blocking_.lanes, keyBlock = blocking_.keyBlock;
+  // accT *= alpha, a vector of the block's queries per row of the head.
+  SmallVector<Value> alpha;
+  for (int64_t v = 0; v < vectors; ++v)
+    alpha.push_back(loadVector(laneVector_, alpha_, {vectorOffset(v)}));
+  forLoop(index(0), index(headDim_), index(1), [&](Value d) {
+    for (int64_t v = 0; v < vectors; ++v) {
+      Value acc = loadVector(laneVector_, accT_, {d, vectorOffset(v)});
+      storeVector(arith::MulFOp::create(b_, loc_, acc, alpha[v]), accT_, {d, vectorOffset(v)});
+    }
+  });
+  Value values = window(b_, loc_, valuesT_, batch_, group_, index(0), headDim_, j0, keyBlock);
+  accumulateInBands(b_, loc_, TileOperands{values, probabilityPairs_, accT_},
+                    headDim_ / kAmxTileRows, blocking_.queryBlock / kAmxTileColumns, keyBlock / 2,
+                    TileStart::Load, blocking_.amxInVectors);
+}
+
+void AttentionLowering::transposeAccumulators() {
+  int64_t lanes = blocking_.lanes;
+  auto tileType = VectorType::get({lanes, lanes}, f32_);
+  Value padding = f32(0);
+  forLoop(index(0), index(headDim_), index(lanes), [&](Value d) {
+    for (int64_t q = 0; q < blocking_.queryBlock; q += lanes) {
+      Value tile = vector::TransferReadOp::create(
+          b_, loc_, tileType, accT_, ValueRange{d, index(q)}, padding, ArrayRef<bool>{true, true});
+      Value transposed = vector::TransposeOp::create(b_, loc_, tile, ArrayRef<int64_t>{1, 0});
+      vector::TransferWriteOp::create(b_, loc_, transposed, acc_, ValueRange{index(q), d},
+                                      ArrayRef<bool>{true, true});
+    }
+  });
+}
+
+} // namespace mhac
