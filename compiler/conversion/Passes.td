@@ -124,7 +124,9 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
     probabilities are rounded to bf16 pairs between the softmax and the p.v product. It needs
     blocks of whole 16-row tiles (16 lanes), key blocks of whole steps of 32 and heads of whole
     16-row tiles. With `emulate-amx`, the same tiles are written in vector operations
-    (vdpbf16ps) for CPUs without AMX (tests).
+    (vdpbf16ps) for CPUs without AMX (tests). With `dot` instead of `amx`, the same bf16
+    operands are multiplied by AVX512-BF16's vdpbf16ps in register tiles (up to 8 rows x 4
+    vectors of accumulators, one pair broadcast per row and step).
   }];
   let options = [
     Option<"queryBlock", "query-block", "int64_t", /*default=*/"48",
@@ -155,6 +157,8 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
            "Both products on AMX tiles of bf16 (tdpbf16ps), the probabilities rounded to bf16">,
     Option<"emulateAmx", "emulate-amx", "bool", /*default=*/"false",
            "With amx: each tile operation in vector operations instead of AMX's">,
+    Option<"dot", "dot", "bool", /*default=*/"false",
+           "Both products on AVX512-BF16's vdpbf16ps, in register tiles of amx's operands">,
   ];
   let dependentDialects = [
     "mlir::amx::AMXDialect",

@@ -113,7 +113,8 @@ LogicalResult lowerMhaToLinalg(ModuleOp module, const LayerSchedules &schedules,
         a.queryBlock, a.groupedQueryBlock, a.keyBlock, target.lanes(), a.scoreTileKeys,
         a.scoreTileVectors, a.valueTileRows, a.valueTileVectors,
         a.queryTranspose == QueryTranspose::Tiles, a.keyPrefetchDistance, a.prefetchValues,
-        a.prefetchNextBlock, a.compute == AttentionCompute::Amx, target.emulateAmx}));
+        a.prefetchNextBlock, a.compute == AttentionCompute::Amx, target.emulateAmx,
+        a.compute == AttentionCompute::Dot}));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   });

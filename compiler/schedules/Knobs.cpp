@@ -143,8 +143,9 @@ std::vector<Knob> makeKnobs() {
           "prefetch the next task's queries, this output", kBoolean, 0, 1),
       withChoices(makeKnob<kAttention, &A::compute>(
                       KnobId::AttentionCompute, "attention_compute",
-                      "bf16 layers: attention's products in f32, or bf16 on AMX", kChoice, 0, 1),
-                  {"f32", "amx"}),
+                      "bf16 layers: attention's products in f32, or bf16 on vdpbf16ps or AMX",
+                      kChoice, 0, 2),
+                  {"f32", "dot", "amx"}),
       Knob{KnobId::Bf16Compute,
            "bf16_compute",
            "bf16 layers: widened at the edges, bf16 inside, or projections on vdpbf16ps or AMX",
@@ -255,9 +256,9 @@ AttentionBlock blockOf(const Schedule &s, const KnobContext &c) {
 int64_t scratchBytes(const Schedule &s, const KnobContext &c) {
   int64_t rows = blockOf(s, c).rows, head = c.layer->headDim, keys = s.attention.keyBlock;
   int64_t bytes = 4 * (2 * head * rows + keys * rows + rows);
-  if (s.attention.compute != AttentionCompute::Amx)
+  if (s.attention.compute == AttentionCompute::F32)
     return bytes;
-  // AMX: the queries' rows padded to whole steps of 32 (f32, and as bf16 pairs), the
+  // bf16 products: the queries' rows padded to whole steps of 32 (f32, and as bf16 pairs), the
   // probabilities as bf16 pairs, the transposed accumulators.
   int64_t paddedHead = (head + 31) / 32 * 32;
   return bytes + 4 * (paddedHead - head) * rows + 2 * paddedHead * rows + 2 * keys * rows +
@@ -314,6 +315,11 @@ Constraint budgetRule(std::string tile, KnobId rows, KnobId vectors, bool inLane
                                tile, r, v, tileRegisters(r, v), r * v, v, c.target.name,
                                c.target.vectorRegisters, knob(rows).name, knob(vectors).name);
           }};
+}
+
+/// The spelling of `s`'s attention_compute.
+std::string_view attentionComputeName(const Schedule &s) {
+  return knob(KnobId::AttentionCompute).choices[static_cast<size_t>(s.attention.compute)];
 }
 
 /// `rule`, which holds where the projections' register tiles are AMX tiles (which hold their
@@ -705,43 +711,49 @@ std::vector<Constraint> cpuConstraints() {
       {{KnobId::AttentionCompute},
        false,
        [](const Schedule &s, const KnobContext &c) {
-         return s.attention.compute != AttentionCompute::Amx ||
-                (c.target.amxBf16 && c.target.avx512bf16);
+         return s.attention.compute == AttentionCompute::F32 ||
+                (c.target.avx512bf16 &&
+                 (s.attention.compute != AttentionCompute::Amx || c.target.amxBf16));
        },
-       [](const Schedule &, const KnobContext &c) {
-         return fmt::format("attention_compute = amx runs on AMX-BF16 tiles (and rounds with "
-                            "AVX512-BF16); target {} has no AMX",
+       [](const Schedule &s, const KnobContext &c) {
+         if (s.attention.compute == AttentionCompute::Amx)
+           return fmt::format("attention_compute = amx runs on AMX-BF16 tiles (and rounds "
+                              "with AVX512-BF16); target {} has no AMX",
+                              c.target.name);
+         return fmt::format("attention_compute = dot runs on AVX512-BF16 (vdpbf16ps); target "
+                            "{} has none",
                             c.target.name);
        }},
       {{KnobId::AttentionCompute, KnobId::Bf16Compute},
        true,
        [](const Schedule &s, const KnobContext &c) {
-         return s.attention.compute != AttentionCompute::Amx ||
+         return s.attention.compute == AttentionCompute::F32 ||
                 (c.layer->dtype == DType::BF16 &&
                  (s.bf16Compute == Bf16Compute::Dot || s.bf16Compute == Bf16Compute::Amx));
        },
        [](const Schedule &s, const KnobContext &c) {
-         return fmt::format("attention_compute = amx rounds attention's operands to bf16: it "
+         return fmt::format("attention_compute = {} rounds attention's operands to bf16: it "
                             "applies to bf16 layers whose products are bf16 (bf16_compute = "
                             "dot or amx); layer '{}' is {} with bf16_compute = {}",
-                            c.layer->name, c.layer->dtype == DType::BF16 ? "bf16" : "f32",
+                            attentionComputeName(s), c.layer->name,
+                            c.layer->dtype == DType::BF16 ? "bf16" : "f32",
                             knob(KnobId::Bf16Compute).choices[static_cast<size_t>(s.bf16Compute)]);
        }},
       {{KnobId::AttentionCompute, KnobId::AttentionKeyBlock, KnobId::AttentionQueryBlock,
         KnobId::AttentionGroupedQueryBlock},
        true,
        [](const Schedule &s, const KnobContext &c) {
-         return s.attention.compute != AttentionCompute::Amx ||
+         return s.attention.compute == AttentionCompute::F32 ||
                 (blockOf(s, c).rows % kAmxTileRows == 0 &&
                  s.attention.keyBlock % (2 * kAmxTileRows) == 0 &&
                  c.layer->headDim % kAmxTileRows == 0);
        },
        [](const Schedule &s, const KnobContext &c) {
-         return fmt::format("attention_compute = amx computes whole 16 x 16 tiles, 32 keys a "
+         return fmt::format("attention_compute = {} computes whole 16 x 16 tiles, 32 keys a "
                             "step: layer '{}''s query blocks ({} rows) and head ({}) must be "
                             "multiples of 16, attention_key_block ({}) a multiple of 32",
-                            c.layer->name, blockOf(s, c).rows, c.layer->headDim,
-                            s.attention.keyBlock);
+                            attentionComputeName(s), c.layer->name, blockOf(s, c).rows,
+                            c.layer->headDim, s.attention.keyBlock);
        }},
       multipleRule(KnobId::ProjectionCacheRows, KnobId::ProjectionRegisterRows,
                    {KnobId::ProjectionCacheRows, KnobId::ProjectionRegisterRows},

@@ -36,8 +36,11 @@ enum class TransposeLowering {
 enum class AttentionCompute {
   /// f32 on the FMAs (bf16 inputs widened as they are loaded).
   F32,
-  /// bf16 on AMX's tiles with f32 sums: the queries, keys and values rounded to bf16, and the
-  /// probabilities too (as FlashAttention does), the softmax in f32.
+  /// bf16 pairs on AVX512-BF16's vdpbf16ps with f32 sums, in register tiles: the queries, keys
+  /// and values rounded to bf16, and the probabilities too (as FlashAttention does), the
+  /// softmax in f32.
+  Dot,
+  /// As Dot, on AMX's tiles.
   Amx,
 };
 

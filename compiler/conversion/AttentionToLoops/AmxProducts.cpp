@@ -1,7 +1,8 @@
 //===- AmxProducts.cpp - both products of attention on AMX's tiles --------===//
 //
 // Part of mhac. With AMX, a block's two products are tile products (Utils/AmxTiles.h), bf16 by
-// bf16 into f32, with the scores and accumulators kept transposed as in the vector kernels:
+// bf16 into f32, with the scores and accumulators kept transposed as in the vector kernels
+// (with AVX512-BF16 alone, the same operands make vdpbf16ps register tiles):
 //
 //   sT[KB][QB]  = keys[KB][Dp] . qT          a: the keys' rows; b: qT's rows in pairs
 //   accT[Dh][QB] += vT[Dh][KB] . pT          a: the values, transposed; b: pT's rows in pairs
@@ -31,10 +32,17 @@ constexpr int64_t kBandTiles = 2;
 /// bf16 elements of padding after each row of the transposed values: one 64-byte line.
 constexpr int64_t kValueRowPadding = 32;
 
-/// The tile products c += a . b over `pairs`, for c's `rowTiles` x `columnTiles` result tiles
-/// in bands of kBandTiles x kBandTiles.
+/// The tile products c += a . b over `pairs`, for c's `rowTiles` x `columnTiles` result tiles:
+/// on AMX (or in vectors) in bands of kBandTiles x kBandTiles, or in vdpbf16ps register tiles.
 void accumulateInBands(OpBuilder &b, Location loc, const TileOperands &operands, int64_t rowTiles,
-                       int64_t columnTiles, int64_t pairs, TileStart start, bool vectors) {
+                       int64_t columnTiles, int64_t pairs, TileStart start,
+                       AttentionProducts products) {
+  if (products == AttentionProducts::Dot) {
+    accumulatePairsInRegisters(b, loc, operands, rowTiles * kAmxTileRows,
+                               columnTiles * kAmxTileColumns, pairs, start);
+    return;
+  }
+  bool vectors = products == AttentionProducts::AmxInVectors;
   for (int64_t r0 = 0; r0 < rowTiles; r0 += kBandTiles)
     for (int64_t c0 = 0; c0 < columnTiles; c0 += kBandTiles) {
       SmallVector<TileRows> rows;
@@ -187,7 +195,7 @@ void AttentionLowering::buildAmxScores(Value j0) {
       window(b_, loc_, keysBf16_, batch_, group_, j0, keyBlock, b_.getIndexAttr(0), paddedHead);
   accumulateInBands(b_, loc_, TileOperands{keys, queryPairs_, scores_}, keyBlock / kAmxTileRows,
                     blocking_.queryBlock / kAmxTileColumns, paddedHead / 2, TileStart::Zero,
-                    blocking_.amxInVectors);
+                    blocking_.products);
 }
 
 void AttentionLowering::maskScores(Value j0, Value cols) {
@@ -222,7 +230,7 @@ void AttentionLowering::buildAmxValueUpdate(Value j0) {
   Value values = window(b_, loc_, valuesT_, batch_, group_, index(0), headDim_, j0, keyBlock);
   accumulateInBands(b_, loc_, TileOperands{values, probabilityPairs_, accT_},
                     headDim_ / kAmxTileRows, blocking_.queryBlock / kAmxTileColumns, keyBlock / 2,
-                    TileStart::Load, blocking_.amxInVectors);
+                    TileStart::Load, blocking_.products);
 }
 
 void AttentionLowering::transposeAccumulators() {

@@ -22,6 +22,14 @@ namespace mhac {
 
 using namespace mlir;
 
+/// What computes attention's two products.
+enum class AttentionProducts {
+  F32,          ///< f32 register tiles on the FMAs (ScoreTile.cpp, ValueTile.cpp)
+  AmxTiles,     ///< bf16 tile products on AMX (AmxProducts.cpp)
+  AmxInVectors, ///< the same tiles in vector operations, for CPUs without AMX (tests)
+  Dot,          ///< the same bf16 operands in vdpbf16ps register tiles (AVX512-BF16)
+};
+
 /// The sizes the loop nest is built from.
 struct AttentionBlocking {
   int64_t queryBlock, keyBlock;
@@ -44,9 +52,10 @@ struct AttentionBlocking {
   /// A score tile prefetches its value rows; the first key block prefetches the next task's
   /// queries and this block's output.
   bool prefetchValues, prefetchNextBlock;
-  /// Both products on AMX's tiles (AmxProducts.cpp), or (`amxInVectors`) the same tiles in
-  /// vector operations, for CPUs without AMX.
-  bool amx, amxInVectors;
+  AttentionProducts products;
+
+  /// The products multiply bf16 operands in AMX's layouts (AmxProducts.cpp).
+  bool bf16Products() const { return products != AttentionProducts::F32; }
 };
 
 /// Head features padded to whole steps of AMX's bf16 pairs (the scores' reduction).
@@ -162,8 +171,8 @@ private:
   /// on see it.
   Value firstSeeingPosition(Value key);
 
-  // AMX (AmxProducts.cpp). The keys and values of the whole call are first rounded to bf16
-  // into buffers laid out for the tiles, which every query block then reads.
+  // bf16 products (AmxProducts.cpp). The keys and values of the whole call are first rounded
+  // to bf16 into buffers laid out for AMX's tiles, which every query block then reads.
   /// keysBf16_ [B][Hkv][Skv'][Dp] and valuesT_ [B][Hkv][Dh][Skv'] (transposed), zero past the
   /// keys and past the head (Skv' = Skv in whole key blocks, Dp = amxPaddedHead).
   void buildAmxOperands(Value batchSize, Value kvSeq, int64_t groups);

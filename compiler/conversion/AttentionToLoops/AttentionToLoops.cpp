@@ -106,7 +106,7 @@ Value AttentionLowering::build() {
   // positions): independent, and each with its own scratch, so the runtime's threads can share
   // them out.
   int64_t groups = op_.getHeads() / blocking_.heads;
-  if (blocking_.amx)
+  if (blocking_.bf16Products())
     buildAmxOperands(batchSize, kvSeq, groups);
   auto parallel = scf::ParallelOp::create(b_, loc_, ValueRange{c0, c0, c0},
                                           ValueRange{batchSize, index(groups), queryBlocks},
@@ -121,12 +121,12 @@ Value AttentionLowering::build() {
                                     b_.getI64IntegerAttr(64));
   };
   // AMX's scores reduce over the head in whole steps: its queries' rows are padded.
-  int64_t queryRows = blocking_.amx ? amxPaddedHead(headDim_) : headDim_;
+  int64_t queryRows = blocking_.bf16Products() ? amxPaddedHead(headDim_) : headDim_;
   queryT_ = scratch({queryRows, queryBlock}, f32_);
   scores_ = scratch({keyBlock, queryBlock}, f32_);
   acc_ = scratch({queryBlock, headDim_}, f32_);
   alpha_ = scratch({queryBlock}, f32_);
-  if (blocking_.amx) {
+  if (blocking_.bf16Products()) {
     Type bf16 = b_.getBF16Type();
     queryPairs_ = scratch({queryRows / 2, 2 * queryBlock}, bf16);
     probabilityPairs_ = scratch({keyBlock / 2, 2 * queryBlock}, bf16);
@@ -155,7 +155,7 @@ Value AttentionLowering::build() {
   negInfs_ = splat(laneVector_, negInf);
 
   buildQueryTranspose(rows);
-  if (blocking_.amx) {
+  if (blocking_.bf16Products()) {
     for (int64_t d = headDim_; d < queryRows; ++d)
       for (int64_t v = 0; v < blockVectors; ++v)
         storeVector(zeros_, queryT_, {index(d), vectorOffset(v)});
@@ -166,7 +166,7 @@ Value AttentionLowering::build() {
   // during the first key block (where the schedule asks): they would otherwise be misses
   // waited on one by one, in the transpose and the final write.
   locateNextBlock(group, groups, batchSize, seq);
-  if (blocking_.amx)
+  if (blocking_.bf16Products())
     forLoop(c0, dh, c1, [&](Value d) {
       for (int64_t v = 0; v < blockVectors; ++v)
         storeVector(zeros_, accT_, {d, vectorOffset(v)});
@@ -193,7 +193,7 @@ Value AttentionLowering::build() {
         if (op_.getCausal())
           crossesDiagonal = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sgt,
                                                   add(j0, cols), add(add(i0_, diagonal_), c1));
-        if (!blocking_.amx) {
+        if (!blocking_.bf16Products()) {
           buildScores(j0, cols, crossesDiagonal);
           SmallVector<Value> next = buildSoftmax(cols, oldMax, oldSum);
           buildValueUpdate(j0, cols, rowsInUse);
@@ -207,7 +207,7 @@ Value AttentionLowering::build() {
         return next;
       });
 
-  if (blocking_.amx)
+  if (blocking_.bf16Products())
     transposeAccumulators();
   buildOutput(rows, ValueRange(state).drop_front(blockVectors));
 
@@ -221,6 +221,13 @@ namespace {
 struct ConvertMhaAttentionToLoopsPass
     : impl::ConvertMhaAttentionToLoopsBase<ConvertMhaAttentionToLoopsPass> {
   using Base::Base;
+
+  /// What computes the products, from the options.
+  AttentionProducts products() {
+    if (amx)
+      return emulateAmx ? AttentionProducts::AmxInVectors : AttentionProducts::AmxTiles;
+    return dot ? AttentionProducts::Dot : AttentionProducts::F32;
+  }
 
   /// The blocking of `op`. The tile options are upper bounds: each op takes the largest
   /// values up to them that make whole tiles of its block (mhac's schedule validator has
@@ -249,11 +256,15 @@ struct ConvertMhaAttentionToLoopsPass
         keyPrefetchDistance,
         prefetchValues,
         prefetchNextBlock,
-        amx,
-        emulateAmx};
+        products()};
   }
 
   void runOnOperation() override {
+    if (amx && dot) {
+      getOperation().emitError("amx and dot are two ways of computing the same products: "
+                               "choose one");
+      return signalPassFailure();
+    }
     if (queryBlock < 1 || groupedQueryBlock < 1 || keyBlock < 1 || vectorLanes < 1 ||
         queryBlock % vectorLanes != 0 || groupedQueryBlock % vectorLanes != 0 ||
         scoreTileKeys < 1 || scoreTileVectors < 1 || valueTileRows < 1 || valueTileVectors < 1 ||
@@ -267,12 +278,12 @@ struct ConvertMhaAttentionToLoopsPass
     getOperation().walk([&](mha::AttentionOp op) { ops.push_back(op); });
     for (mha::AttentionOp op : ops) {
       AttentionBlocking blocking = blockingOf(op);
-      if (amx &&
+      if (blocking.bf16Products() &&
           (vectorLanes != kAmxTileRows || blocking.queryBlock % kAmxTileRows != 0 ||
            blocking.keyBlock % (2 * kAmxTileRows) != 0 || op.getHeadDim() % kAmxTileRows != 0)) {
-        op.emitError("attention on AMX needs 16 vector lanes, query blocks of whole 16-row "
-                     "tiles, key blocks of whole steps of 32 keys and heads of whole 16-row "
-                     "tiles");
+        op.emitError("attention's bf16 products need 16 vector lanes, query blocks of whole "
+                     "16-row tiles, key blocks of whole steps of 32 keys and heads of whole "
+                     "16-row tiles");
         return signalPassFailure();
       }
       OpBuilder builder(op);

@@ -69,7 +69,7 @@ SmallVector<Value> AttentionLowering::buildSoftmax(Value cols, ValueRange oldMax
   // sums and six maxima beside them spilled.
   SmallVector<Value> blockSum;
   for (int64_t v = 0; v < blockVectors; ++v) {
-    if (blocking_.amx) {
+    if (blocking_.bf16Products()) {
       blockSum.push_back(buildProbabilityPairs(v, cols, shift[v]));
       continue;
     }

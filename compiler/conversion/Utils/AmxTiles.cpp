@@ -131,4 +131,63 @@ void accumulateTiles(OpBuilder &b, Location loc, const TileOperands &operands,
       tiles.store(sums[i * columns.size() + j], operands.c, index(b, r.offset), index(b, c));
 }
 
+void accumulatePairsInRegisters(OpBuilder &b, Location loc, const TileOperands &operands,
+                                int64_t rows, int64_t columns, int64_t pairs, TileStart start) {
+  constexpr int64_t kLanes = kAmxTileColumns, kMaxVectors = 4, kMaxRows = 8, kRegisters = 32;
+  auto index = [&](OpBuilder &at, int64_t value) {
+    return arith::ConstantIndexOp::create(at, loc, value);
+  };
+  auto sumsType = VectorType::get({kLanes}, b.getF32Type());
+  auto pairRow = VectorType::get({2 * kLanes}, b.getBF16Type());
+  auto pairType = VectorType::get({2}, b.getBF16Type());
+  auto words = VectorType::get({kLanes}, b.getI32Type());
+  auto word = VectorType::get({1}, b.getI32Type());
+  int64_t vectors = columns / kLanes;
+  for (int64_t v0 = 0; v0 < vectors; v0 += kMaxVectors) {
+    int64_t chunk = std::min(kMaxVectors, vectors - v0);
+    // Accumulators, the chunk's vectors of b and one broadcast, within the 32 zmm.
+    int64_t tileRows = std::min(kMaxRows, (kRegisters - chunk - 1) / chunk);
+    for (int64_t r0 = 0; r0 < rows; r0 += tileRows) {
+      int64_t height = std::min(tileRows, rows - r0);
+      SmallVector<Value> init;
+      for (int64_t r = 0; r < height; ++r)
+        for (int64_t v = 0; v < chunk; ++v)
+          init.push_back(
+              start == TileStart::Zero
+                  ? arith::ConstantOp::create(b, loc, sumsType, b.getZeroAttr(sumsType)).getResult()
+                  : vector::LoadOp::create(
+                        b, loc, sumsType, operands.c,
+                        ValueRange{index(b, r0 + r), index(b, (v0 + v) * kLanes)})
+                        .getResult());
+      auto loop = scf::ForOp::create(
+          b, loc, index(b, 0), index(b, pairs), index(b, 1), init,
+          [&](OpBuilder &at, Location, Value pair, ValueRange sums) {
+            Value column = arith::MulIOp::create(at, loc, pair, index(at, 2));
+            SmallVector<Value> bRows;
+            for (int64_t v = 0; v < chunk; ++v)
+              bRows.push_back(
+                  vector::LoadOp::create(at, loc, pairRow, operands.b,
+                                         ValueRange{pair, index(at, 2 * (v0 + v) * kLanes)}));
+            SmallVector<Value> next;
+            for (int64_t r = 0; r < height; ++r) {
+              Value aPair = vector::LoadOp::create(at, loc, pairType, operands.a,
+                                                   ValueRange{index(at, r0 + r), column});
+              Value bits = vector::ExtractOp::create(
+                  at, loc, vector::BitCastOp::create(at, loc, word, aPair), ArrayRef<int64_t>{0});
+              Value broadcast = vector::BitCastOp::create(
+                  at, loc, pairRow, vector::BroadcastOp::create(at, loc, words, bits));
+              for (int64_t v = 0; v < chunk; ++v)
+                next.push_back(x86vector::DotBF16Op::create(at, loc, sumsType, sums[r * chunk + v],
+                                                            broadcast, bRows[v]));
+            }
+            scf::YieldOp::create(at, loc, next);
+          });
+      for (int64_t r = 0; r < height; ++r)
+        for (int64_t v = 0; v < chunk; ++v)
+          vector::StoreOp::create(b, loc, loop.getResult(r * chunk + v), operands.c,
+                                  ValueRange{index(b, r0 + r), index(b, (v0 + v) * kLanes)});
+    }
+  }
+}
+
 } // namespace mhac

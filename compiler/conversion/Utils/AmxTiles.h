@@ -8,7 +8,9 @@
 // with a the rows of bf16 pairs, b in AMX's VNNI layout (pairs of rows interleaved) and c f32,
 // in 16 x 16 result tiles over steps of 16 pairs. Written as AMX tile loads, tdpbf16ps and
 // tile stores; or, with `vectors`, as vector transfers and AVX512-BF16's vdpbf16ps with the
-// same views, steps and indices, runnable (and testable) on a CPU without AMX.
+// same views, steps and indices, runnable (and testable) on a CPU without AMX. The same
+// operands also make register tiles of vdpbf16ps (accumulatePairsInRegisters), the fast
+// path where AVX512-BF16 is and AMX is not.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,6 +52,14 @@ enum class TileStart { Load, Zero };
 void accumulateTiles(mlir::OpBuilder &b, mlir::Location loc, const TileOperands &operands,
                      llvm::ArrayRef<TileRows> rows, llvm::ArrayRef<int64_t> columns, int64_t pairs,
                      TileStart start, bool vectors);
+
+/// The same products c += a . b over `pairs` for c's `rows` x `columns` (multiples of 16),
+/// on AVX512-BF16's vdpbf16ps in register tiles: up to 8 rows x up to 4 vectors of 16 f32
+/// accumulators at a time, each step of one pair loading a vector of b per 16 columns
+/// (16 pairs of b) and broadcasting one pair of a per row.
+void accumulatePairsInRegisters(mlir::OpBuilder &b, mlir::Location loc,
+                                const TileOperands &operands, int64_t rows, int64_t columns,
+                                int64_t pairs, TileStart start);
 
 } // namespace mhac
 

@@ -5,14 +5,15 @@ layer's kernels are its parallel tasks, named by role: NAME_q, NAME_k, NAME_v, N
 _1, ... where a projection is split) and NAME_attention. A loop is the range between a label
 and a later branch back to it. Scalar arithmetic in a loop (vmulss, vfmadd231ss, ...) is the
 mark of code that lost its vectors: a cliff. Scalar code outside loops (a task's setup) is
-allowed. Prints one line per kernel at fault, then a summary.
+allowed. A kernel with no vector arithmetic at all is a fault too; rounding to bf16
+(vcvtneps2bf16, the work of the task that prepares attention's bf16 keys and values) counts. Prints one line per kernel at fault, then a summary.
 """
 
 import re
 import sys
 
 SCALAR = re.compile(r"^\s+(v?fn?m(add|sub)\d*s[sd]|v?(mul|add|sub|div|max|min)s[sd])\s")
-VECTOR = re.compile(r"^\s+(vfn?m(add|sub)\d*p[sd]|v?(mul|add|sub|max|min)p[sd]|vdpbf16ps)\s")
+VECTOR = re.compile(r"^\s+(vfn?m(add|sub)\d*p[sd]|v?(mul|add|sub|max|min)p[sd]|vdpbf16ps|vcvtneps2bf16)\s")
 BRANCH = re.compile(r"^\s+j\w+\s+(\.LBB\w+)")
 ROLES = ("q", "k", "v", "out", "attention")
 
