@@ -213,7 +213,9 @@ module attributes {transform.with_named_sequence} {
   }
 
   // Matches an accumulator initialization (the bias broadcast or the zero fill, over the
-  // accumulator's [row][panel][column]) of static shape, and of a dynamic row count.
+  // accumulator's [row][panel][column]) of static shape, and of any other (dynamic rows, or
+  // dynamic panels: a blocked reduction leaves a cache tile's initialization unfused, and the
+  // last cache tile of a width that is no whole number of cache tiles has fewer panels).
   transform.named_sequence @match_full_init(%op: !transform.any_op {transform.readonly})
       -> !transform.any_op {
     transform.match.operation_name %op ["linalg.generic", "linalg.fill"] : !transform.any_op
@@ -225,28 +227,29 @@ module attributes {transform.with_named_sequence} {
       transform.match.param.cmpi eq %rank, %three : !transform.param<i64>
       %d0 = transform.match.structured.dim %s[0] : (!transform.any_op) -> !transform.param<i64>
       transform.match.param.cmpi ge %d0, %zero : !transform.param<i64>
+      %d1 = transform.match.structured.dim %s[1] : (!transform.any_op) -> !transform.param<i64>
+      transform.match.param.cmpi ge %d1, %zero : !transform.param<i64>
       transform.match.structured.yield
     }
     transform.yield %op : !transform.any_op
   }
+  // Tried after @match_full_init: any other.
   transform.named_sequence @match_edge_init(%op: !transform.any_op {transform.readonly})
       -> !transform.any_op {
     transform.match.operation_name %op ["linalg.generic", "linalg.fill"] : !transform.any_op
     transform.match.structured %op : !transform.any_op {
     ^bb0(%s: !transform.any_op):
-      %zero = transform.param.constant 0 : i64 -> !transform.param<i64>
       %rank = transform.match.structured.rank %s : (!transform.any_op) -> !transform.param<i64>
       %three = transform.param.constant 3 : i64 -> !transform.param<i64>
       transform.match.param.cmpi eq %rank, %three : !transform.param<i64>
-      %d0 = transform.match.structured.dim %s[0] : (!transform.any_op) -> !transform.param<i64>
-      transform.match.param.cmpi lt %d0, %zero : !transform.param<i64>
       transform.match.structured.yield
     }
     transform.yield %op : !transform.any_op
   }
+  // One panel of one row at a time: a static vector whatever was dynamic.
   transform.named_sequence @vectorize_rows(%op: !transform.any_op {transform.consumed}) {
-    %row, %rowLoop = transform.structured.tile_using_for %op tile_sizes [1]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %row, %rowLoop, %panelLoop = transform.structured.tile_using_for %op tile_sizes [1, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
     transform.structured.vectorize %row : !transform.any_op
     transform.yield
   }
