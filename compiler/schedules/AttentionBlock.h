@@ -44,6 +44,10 @@ inline AttentionBlock attentionBlock(int64_t groupSize, int64_t seq, int64_t que
   return block;
 }
 
+/// Head features padded to whole steps of 32 (16 bf16 pairs, a row of an AMX tile): the scores'
+/// reduction in attention's bf16 products, whose padded rows the scratch holds too.
+inline int64_t amxPaddedHead(int64_t headDim) { return (headDim + 31) / 32 * 32; }
+
 /// Vectors of `lanes` that hold `elements` (the last one partial).
 inline int64_t vectorsFor(int64_t elements, int64_t lanes) {
   return (elements + lanes - 1) / lanes;

@@ -260,7 +260,7 @@ int64_t scratchBytes(const Schedule &s, const KnobContext &c) {
     return bytes;
   // bf16 products: the queries' rows padded to whole steps of 32 (f32, and as bf16 pairs), the
   // probabilities as bf16 pairs, the transposed accumulators.
-  int64_t paddedHead = (head + 31) / 32 * 32;
+  int64_t paddedHead = amxPaddedHead(head);
   return bytes + 4 * (paddedHead - head) * rows + 2 * paddedHead * rows + 2 * keys * rows +
          4 * head * rows;
 }

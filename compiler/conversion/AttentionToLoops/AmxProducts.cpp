@@ -19,6 +19,7 @@
 
 #include "compiler/conversion/AttentionToLoops/AttentionLowering.h"
 #include "compiler/conversion/Utils/AmxTiles.h"
+#include "compiler/schedules/AttentionBlock.h"
 
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 

@@ -58,9 +58,6 @@ struct AttentionBlocking {
   bool bf16Products() const { return products != AttentionProducts::F32; }
 };
 
-/// Head features padded to whole steps of AMX's bf16 pairs (the scores' reduction).
-inline int64_t amxPaddedHead(int64_t headDim) { return (headDim + 31) / 32 * 32; }
-
 /// Builds the loop nest of one mha.attention.
 class AttentionLowering {
 public:
