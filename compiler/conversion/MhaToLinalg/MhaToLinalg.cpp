@@ -12,6 +12,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
+#include "llvm/ADT/bit.h"
 
 namespace mhac {
 #define GEN_PASS_DEF_CONVERTMHATOLINALG
@@ -245,11 +246,14 @@ Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, Value p
 /// projections are unpacked matmuls.
 SmallVector<int64_t> columnBlocks(int64_t out, int64_t panel) {
   SmallVector<int64_t> blocks;
-  if (panel <= 0 || out % 8 != 0)
+  int64_t rest = panel > 0 ? out % panel : 0;
+  if (panel <= 0 || out % 8 != 0 || rest % 8 != 0)
     return blocks;
   if (out >= panel)
     blocks.push_back(out / panel * panel);
-  for (int64_t rest = out % panel, width = panel; rest > 0; width /= 2)
+  // The rest's binary digits, largest first: powers of two, of at least 8 as rest is a
+  // multiple of 8 (halving a panel of 48 would give 24 and 12 instead).
+  for (int64_t width = llvm::bit_floor(static_cast<uint64_t>(rest)); rest > 0; width /= 2)
     if (rest >= width) {
       blocks.push_back(width);
       rest -= width;

@@ -1,6 +1,7 @@
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg))" | FileCheck %s
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg{panel-width=16}))" | FileCheck %s --check-prefix=PANELS
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg{panel-width=16 row-tile=6 cache-rows=12}))" | FileCheck %s --check-prefix=EDGES
+// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg{panel-width=48}))" | FileCheck %s --check-prefix=PANEL48
 
 // A projection with a bias: the weight and bias are marked as parameters, the accumulator
 // starts at the broadcast bias, the weight is transposed to [in, out] for the matmul (into rows
@@ -137,4 +138,19 @@ func.func @whole_rows(%x: tensor<18x24xf32>, %e: tensor<8x24xf32>, %d: tensor<?x
   %f = mha.linear %e, %w : (tensor<8x24xf32>, tensor<32x24xf32>) -> tensor<8x32xf32>
   %z = mha.linear %d, %w : (tensor<?x24xf32>, tensor<32x24xf32>) -> tensor<?x32xf32>
   return %y, %f, %z : tensor<18x32xf32>, tensor<8x32xf32>, tensor<?x32xf32>
+}
+
+// Panels of 48 (projection_register_cols = 48, three AVX-512 vectors) over 512 columns: 10
+// whole panels, then the rest, 32, as one power-of-two block. (Halving the panel's width,
+// 24, 12, 6, 3, 1, 0, never used up the rest: the compiler looped until it ran out of memory.)
+// PANEL48-LABEL: func.func @panels_of_48
+// PANEL48:         linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<10x8x48xf32>) outs(%{{.*}} : tensor<4x10x48xf32>) attrs = {mhac.projection}
+// PANEL48:         tensor.insert_slice %{{.*}}[0, 0] [4, 480] [1, 1] : tensor<4x480xf32> into tensor<4x512xf32>
+// PANEL48:         linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<1x8x32xf32>) outs(%{{.*}} : tensor<4x1x32xf32>) attrs = {mhac.projection}
+// PANEL48:         tensor.insert_slice %{{.*}}[0, 480] [4, 32] [1, 1] : tensor<4x32xf32> into tensor<4x512xf32>
+// PANEL48-NOT:     mhac.projection
+// PANEL48:         return
+func.func @panels_of_48(%x: tensor<4x8xf32>, %w: tensor<512x8xf32>) -> tensor<4x512xf32> {
+  %y = mha.linear %x, %w : (tensor<4x8xf32>, tensor<512x8xf32>) -> tensor<4x512xf32>
+  return %y : tensor<4x512xf32>
 }
