@@ -20,12 +20,13 @@ struct AttentionBlock {
   int64_t heads = 1, positions = 1, rows = 1;
 
   int64_t vectors(int64_t lanes) const { return rows / lanes; }
-  /// The rows can be transposed in square lanes x lanes tiles: every tile of rows lies within
-  /// one head's positions, and the head dimension is whole vectors.
-  bool transposesInTiles(int64_t headDim, int64_t lanes) const {
-    return headDim % lanes == 0 && positions % lanes == 0 && heads * positions == rows;
-  }
 };
+
+/// A block's queries can be transposed in square lanes x lanes tiles: the head dimension is
+/// whole vectors. (A tile's rows may lie in two heads: each row is read on its own.)
+inline bool queryTransposesInTiles(int64_t headDim, int64_t lanes) {
+  return headDim % lanes == 0;
+}
 
 /// The block of a layer whose query heads come in groups of `groupSize` per key/value head,
 /// with `seq` query positions (negative: known at run time only). A short static sequence

@@ -829,20 +829,16 @@ std::vector<Constraint> cpuConstraints() {
                             s.attention.valueTileVectors, c.layer->name, c.layer->headDim,
                             vectorsFor(c.layer->headDim, lanesOf(c)));
        }},
-      {{KnobId::AttentionQueryTranspose, KnobId::AttentionQueryBlock,
-        KnobId::AttentionGroupedQueryBlock},
+      {{KnobId::AttentionQueryTranspose},
        true,
        [](const Schedule &s, const KnobContext &c) {
          return s.attention.queryTranspose != QueryTranspose::Tiles ||
-                blockOf(s, c).transposesInTiles(c.layer->headDim, lanesOf(c));
+                queryTransposesInTiles(c.layer->headDim, lanesOf(c));
        },
-       [](const Schedule &s, const KnobContext &c) {
-         AttentionBlock block = blockOf(s, c);
+       [](const Schedule &, const KnobContext &c) {
          return fmt::format("attention_query_transpose = tiles needs square tiles of {} x {}: "
-                            "layer '{}' has a head of {} and blocks of {} positions of {} "
-                            "head(s) in {} rows",
-                            lanesOf(c), lanesOf(c), c.layer->name, c.layer->headDim,
-                            block.positions, block.heads, block.rows);
+                            "layer '{}' has a head of {}, not a multiple of {}",
+                            lanesOf(c), lanesOf(c), c.layer->name, c.layer->headDim, lanesOf(c));
        }},
       {{KnobId::AttentionQueryBlock, KnobId::AttentionGroupedQueryBlock, KnobId::AttentionKeyBlock},
        true,

@@ -252,7 +252,7 @@ struct ConvertMhaAttentionToLoopsPass
         largestDivisor(block.vectors(vectorLanes), scoreTileVectors) * vectorLanes,
         valueTileVectors * vectorLanes,
         vectorLanes,
-        transposeInTiles && block.transposesInTiles(op.getHeadDim(), vectorLanes),
+        transposeInTiles && queryTransposesInTiles(op.getHeadDim(), vectorLanes),
         keyPrefetchDistance,
         prefetchValues,
         prefetchNextBlock,

@@ -52,26 +52,38 @@ void AttentionLowering::buildQueryTranspose(Value rows) {
     return;
   }
   // Square tiles of lanes x lanes, transposed in registers (vector.transpose, lowered to
-  // shuffles); rows past the end of the sequence read as zero.
-  MLIRContext *ctx = b_.getContext();
-  auto tileType = VectorType::get({lanes, lanes}, elementType_);
+  // shuffles). A tile's rows are any `lanes` consecutive rows of the block, within one head or
+  // across heads (a grouped-query block of fewer positions than lanes): each is read as a
+  // vector of its own, from a row index kept in bounds, and zeroed where the row is past the
+  // sequence's end or padding.
   auto f32Tile = VectorType::get({lanes, lanes}, f32_);
-  AffineMap rowsAndColumns =
-      AffineMap::get(3, 0, {getAffineDimExpr(1, ctx), getAffineDimExpr(2, ctx)}, ctx);
-  Value padding = arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(elementType_));
   Value scales = splat(f32Tile, scale);
+  Value zeroTile = splat(f32Tile, f32(0));
   Value positions = index(blocking_.positions);
+  int64_t realRows = blocking_.heads * blocking_.positions;
+  auto below = [&](Value a, Value bound) {
+    return arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::ult, a, bound);
+  };
   forLoop(c0, index(blocking_.queryBlock), index(lanes), [&](Value r) {
-    // Every tile of rows lies within one head's positions.
-    Value position = arith::RemUIOp::create(b_, loc_, r, positions);
-    Value column = add(qCol_, mul(arith::DivUIOp::create(b_, loc_, r, positions), dh));
+    SmallVector<Value> sourceRows, columns, valid;
+    for (int64_t i = 0; i < lanes; ++i) {
+      Value row = add(r, index(i));
+      Value position = arith::RemUIOp::create(b_, loc_, row, positions);
+      valid.push_back(below(position, rows));
+      if (realRows < blocking_.queryBlock)
+        valid.back() = arith::AndIOp::create(b_, loc_, valid.back(), below(row, index(realRows)));
+      sourceRows.push_back(
+          arith::SelectOp::create(b_, loc_, valid.back(), add(i0_, position), i0_));
+      columns.push_back(
+          add(qCol_, mul(arith::DivUIOp::create(b_, loc_, row, positions), dh)));
+    }
     forLoop(c0, dh, index(lanes), [&](Value d) {
-      Value tile = vector::TransferReadOp::create(
-          b_, loc_, tileType, query_, ValueRange{batch_, add(i0_, position), add(column, d)},
-          AffineMapAttr::get(rowsAndColumns), padding, /*mask=*/Value(),
-          b_.getBoolArrayAttr({false, true}));
-      if (elementType_ != f32_)
-        tile = arith::ExtFOp::create(b_, loc_, f32Tile, tile);
+      Value tile = zeroTile;
+      for (int64_t i = 0; i < lanes; ++i) {
+        Value vector = readRow(lanes, query_, {batch_, sourceRows[i], add(columns[i], d)});
+        vector = arith::SelectOp::create(b_, loc_, valid[i], vector, zeros_);
+        tile = vector::InsertOp::create(b_, loc_, vector, tile, i);
+      }
       tile = arith::MulFOp::create(b_, loc_, tile, scales);
       Value transposed = vector::TransposeOp::create(b_, loc_, tile, ArrayRef<int64_t>{1, 0});
       vector::TransferWriteOp::create(b_, loc_, transposed, queryT_, ValueRange{d, r},

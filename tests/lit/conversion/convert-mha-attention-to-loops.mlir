@@ -22,9 +22,9 @@
 // CHECK-DAG:       %[[SCORES:.*]] = memref.alloca() {alignment = 64 : i64} : memref<64x16xf32>
 // CHECK-DAG:       %[[ACC:.*]] = memref.alloca() {alignment = 64 : i64} : memref<16x64xf32>
 // CHECK-DAG:       memref.alloca() {alignment = 64 : i64} : memref<16xf32>
-// The block's queries, scaled and transposed in 16 x 16 tiles in registers (rows past the end
-// of the sequence read as zero).
-// CHECK:           vector.transfer_read {{.*}} {in_bounds = [false, true]} : memref<?x100x256xf32, {{.*}}>, vector<16x16xf32>
+// The block's queries, scaled and transposed in 16 x 16 tiles in registers: a tile's rows are
+// read one vector each, from a row index kept in bounds, and zeroed past the sequence's end.
+// CHECK-COUNT-16:  vector.transfer_read {{.*}} {in_bounds = [true]} : memref<?x100x256xf32, {{.*}}>, vector<16xf32>
 // CHECK:           arith.mulf {{.*}} : vector<16x16xf32>
 // CHECK:           vector.transpose %{{.*}}, [1, 0] : vector<16x16xf32> to vector<16x16xf32>
 // CHECK:           vector.transfer_write %{{.*}}, %[[QT]]{{.*}} {in_bounds = [true, true]} : vector<16x16xf32>, memref<64x16xf32>
@@ -134,9 +134,10 @@ func.func @attention(%q: tensor<?x100x256xf32>, %k: tensor<?x300x256xf32>, %v: t
 
 // Grouped query heads (4 heads, 2 key/value heads): a block holds 8 positions of both heads of
 // a group, so each key and value block is read once for the pair. 100 positions make 13 blocks
-// of 8 per group. The rows are gathered one by one (a 16-row tile would span two heads), the
-// causal mask compares each lane's position within its head, and each row is written to its
-// own head's columns.
+// of 8 per group. A 16-row tile of the queries spans both heads (rows 8 to 15 are the second
+// head's: position row % 8, columns (row / 8) * 64 further on), so its rows are read one by
+// one and then transposed in registers; the causal mask compares each lane's position within
+// its head, and each row is written to its own head's columns.
 // CHECK-LABEL: func.func @grouped
 // CHECK-DAG:     %[[POSITIONS:.*]] = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7]> : vector<16xi32>
 // CHECK:         scf.parallel (%{{.*}}, %[[GROUP:.*]], %[[BLOCK:.*]]) = (%c0, %c0, %c0) to (%{{.*}}, %c2, %c13)
@@ -144,8 +145,10 @@ func.func @attention(%q: tensor<?x100x256xf32>, %k: tensor<?x300x256xf32>, %v: t
 // CHECK:           %[[I0:.*]] = arith.muli %[[BLOCK]], %c8
 // CHECK:           %[[Q_COL:.*]] = arith.muli %[[GROUP]], %c128
 // CHECK:           arith.muli %[[GROUP]], %c64
-// CHECK-NOT:       vector.transpose
-// CHECK:           memref.load {{.*}} : memref<?x100x256xf32, {{.*}}>
+// CHECK:           arith.remui %{{.*}}, %c8 : index
+// CHECK:           arith.divui %{{.*}}, %c8 : index
+// CHECK:           vector.transfer_read {{.*}} {in_bounds = [true]} : memref<?x100x256xf32, {{.*}}>, vector<16xf32>
+// CHECK:           vector.transpose %{{.*}}, [1, 0] : vector<16x16xf32> to vector<16x16xf32>
 // A key block is masked only when it reaches past the last key its first row sees
 // (j0 + cols > i0 + diagonal + 1): then masked lanes become -inf before they are stored.
 // CHECK:           %[[CROSSES:.*]] = arith.cmpi sgt, %{{.*}}, %{{.*}} : index
