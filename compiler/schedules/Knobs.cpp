@@ -325,6 +325,7 @@ std::string_view attentionComputeName(const Schedule &s) {
 /// `rule`, which holds where the projections' register tiles are AMX tiles (which hold their
 /// results in tile registers, not vector registers).
 Constraint unlessAmx(Constraint rule) {
+  rule.knobs.push_back(KnobId::Bf16Compute);
   rule.holds = [holds = std::move(rule.holds)](const Schedule &s, const KnobContext &c) {
     return s.bf16Compute == Bf16Compute::Amx || holds(s, c);
   };
@@ -840,7 +841,8 @@ std::vector<Constraint> cpuConstraints() {
                             "layer '{}' has a head of {}, not a multiple of {}",
                             lanesOf(c), lanesOf(c), c.layer->name, c.layer->headDim, lanesOf(c));
        }},
-      {{KnobId::AttentionQueryBlock, KnobId::AttentionGroupedQueryBlock, KnobId::AttentionKeyBlock},
+      {{KnobId::AttentionQueryBlock, KnobId::AttentionGroupedQueryBlock, KnobId::AttentionKeyBlock,
+        KnobId::AttentionCompute},
        true,
        [](const Schedule &s, const KnobContext &c) {
          return scratchBytes(s, c) <= scratchLimit(s, c);

@@ -20,9 +20,13 @@ namespace mhac {
 namespace {
 
 /// The order defaults are fitted in: a knob is fitted against the rules whose other knobs are
-/// already settled, so the block's shape comes before the tiles inside it, and a tile's
-/// vectors before its rows (the rows take the registers the vectors leave).
+/// already settled, so what a bf16 layer computes on comes first (AMX's register tiles are
+/// whole tiles of 16; bf16 products take more of a task's scratch), the block's shape before
+/// the tiles inside it, and a tile's vectors before its rows (the rows take the registers the
+/// vectors leave).
 constexpr KnobId kFitOrder[] = {
+    KnobId::Bf16Compute,
+    KnobId::AttentionCompute,
     KnobId::AttentionKeyBlock,
     KnobId::AttentionGroupedQueryBlock,
     KnobId::AttentionQueryBlock,
@@ -31,9 +35,6 @@ constexpr KnobId kFitOrder[] = {
     KnobId::AttentionValueTileVectors,
     KnobId::AttentionValueTileRows,
     KnobId::AttentionQueryTranspose,
-    // How a bf16 layer computes before the register tiles: AMX's are whole tiles of 16.
-    KnobId::Bf16Compute,
-    KnobId::AttentionCompute,
     KnobId::ProjectionRegisterCols,
     KnobId::ProjectionRegisterRows,
     KnobId::ProjectionCacheRows,
@@ -223,18 +224,24 @@ public:
         alwaysChecked_(alwaysChecked) {}
 
   /// Gives `id` the largest value up to its current one (for a choice: its current one, else
-  /// the first) that breaks no rule whose knobs are all settled; leaves it as it is when none
-  /// does (validation then reports it).
+  /// the first) that breaks no rule whose knobs are all settled (nor the always-checked rule;
+  /// where no value keeps that one, the first that breaks no other: a choice that no value
+  /// makes hold must not break a rule of its own); leaves it as it is when none does
+  /// (validation then reports it).
   void fit(KnobId id) {
     const Knob &k = knob(id);
     int64_t start =
         preferredValue(id, k.get(schedule_), *context_.layer, context_.target, schedule_);
-    for (int64_t value : candidates(k, start)) {
-      k.set(schedule_, value);
-      if (holdsSettledRules(id)) {
-        settled_.insert(id);
-        return;
+    for (bool withAlwaysChecked : {true, false}) {
+      for (int64_t value : candidates(k, start)) {
+        k.set(schedule_, value);
+        if (holdsSettledRules(id, withAlwaysChecked)) {
+          settled_.insert(id);
+          return;
+        }
       }
+      if (!alwaysChecked_)
+        break;
     }
     k.set(schedule_, start);
     settled_.insert(id);
@@ -255,12 +262,16 @@ private:
     return tried;
   }
 
-  bool holdsSettledRules(KnobId id) const {
+  /// Whether `id`'s value breaks no rule whose knobs are all settled; the always-checked rule
+  /// is checked in any case `withAlwaysChecked`, else not at all.
+  bool holdsSettledRules(KnobId id, bool withAlwaysChecked) const {
     for (const Constraint &constraint : constraints()) {
+      bool always = &constraint == alwaysChecked_;
+      if (always && !withAlwaysChecked)
+        continue;
       bool applies = constraint.involves(id);
       for (KnobId other : constraint.knobs)
-        applies =
-            applies && (other == id || settled_.count(other) || &constraint == alwaysChecked_);
+        applies = applies && (other == id || settled_.count(other) || always);
       if (applies && !constraint.holds(schedule_, context_))
         return false;
     }

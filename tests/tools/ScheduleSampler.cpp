@@ -1,10 +1,11 @@
 //===- ScheduleSampler.cpp - random legal schedules, for tests ------------===//
 //
-// Part of mhac. `schedule-sampler FILE.mha --vector-bits 256|512 --seed N [--steps K]
+// Part of mhac. `schedule-sampler FILE.mha --target T [--emulate-amx] --seed N [--steps K]
 // [--backend mlir|halide]` prints a schedule file with a random legal schedule for every layer
-// of FILE.mha: the target's default fitted to the layer, then K steps that each give one random
-// knob of the backend a random value among those the constraint table allows with the other
-// knobs as they are. Every step keeps the schedule
+// of FILE.mha on target T (as `mhac compile --target` names it, and --emulate-amx as it
+// takes it: the target's vector width, AVX512-BF16 and AMX decide what is legal): the target's default fitted to the layer, then K
+// steps that each give one random knob of the backend a random value among those the
+// constraint table allows with the other knobs as they are. Every step keeps the schedule
 // legal, so every printed schedule must compile and compute the layer correctly.
 //
 //===----------------------------------------------------------------------===//
@@ -12,7 +13,10 @@
 #include "compiler/frontend/Parser.h"
 #include "compiler/frontend/Sema.h"
 #include "compiler/schedules/ScheduleFile.h"
+#include "compiler/target/Target.h"
 #include "compiler/tuning/SearchSpace.h"
+
+#include "llvm/Support/Error.h"
 
 #include <fmt/format.h>
 
@@ -26,21 +30,23 @@
 using namespace mhac;
 
 static int usage() {
-  std::cerr << "usage: schedule-sampler FILE.mha --vector-bits 256|512 --seed N [--steps K] "
+  std::cerr << "usage: schedule-sampler FILE.mha --target T [--emulate-amx] --seed N [--steps K] "
                "[--backend mlir|halide]\n";
   return 2;
 }
 
 int main(int argc, char **argv) {
-  std::string path;
-  unsigned vectorBits = 0;
+  std::string path, targetName;
   uint64_t seed = 0;
   int steps = 12;
+  bool emulateAmx = false;
   Backend backend = Backend::Mlir;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    if (arg == "--vector-bits" && i + 1 < argc)
-      vectorBits = std::atoi(argv[++i]);
+    if (arg == "--target" && i + 1 < argc)
+      targetName = argv[++i];
+    else if (arg == "--emulate-amx")
+      emulateAmx = true;
     else if (arg == "--seed" && i + 1 < argc)
       seed = std::strtoull(argv[++i], nullptr, 10);
     else if (arg == "--steps" && i + 1 < argc)
@@ -52,8 +58,17 @@ int main(int argc, char **argv) {
     else
       return usage();
   }
-  if (path.empty() || (vectorBits != 256 && vectorBits != 512))
+  if (path.empty() || targetName.empty())
     return usage();
+  llvm::Expected<CpuTarget> resolved = resolveCpuTarget(targetName);
+  if (!resolved) {
+    std::cerr << "schedule-sampler: " << llvm::toString(resolved.takeError()) << "\n";
+    return 2;
+  }
+  CpuTarget target = *resolved;
+  // As `mhac compile --emulate-amx` takes an AVX512-BF16 target: AMX's knobs become legal.
+  if (emulateAmx)
+    target.amxBf16 = target.avx512bf16;
 
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
@@ -66,7 +81,6 @@ int main(int argc, char **argv) {
   if (!layers)
     return 1;
 
-  CpuTarget target = genericCpuTarget(vectorBits);
   std::mt19937_64 random(seed);
   std::vector<std::pair<std::string, Schedule>> schedules;
   for (const LayerSpec &layer : *layers) {

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -181,6 +183,75 @@ TEST(Resolution, ReportsABrokenRuleAtTheKnobWritten) {
   EXPECT_NE(out.str().find("(legal values of attention_score_tile_vectors here: 1, 3)"),
             std::string::npos)
       << out.str();
+}
+
+/// Random values of a target's knobs: mostly near the current one (a power of two away, where
+/// the rules' thresholds are), sometimes anywhere in the knob's domain.
+class RandomKnobValues {
+public:
+  explicit RandomKnobValues(const CpuTarget &target) {
+    for (const Knob &k : knobs())
+      domains_.push_back(domainValues(k, target));
+  }
+
+  int64_t operator()(const Knob &k, int64_t current, std::mt19937_64 &random) const {
+    const std::vector<int64_t> &values = domains_[static_cast<size_t>(k.id)];
+    if (k.type == KnobType::Integer && random() % 4 != 0) {
+      int shift = static_cast<int>(random() % 7) - 3;
+      int64_t near = shift < 0 ? current >> -shift : current << shift;
+      auto above = std::lower_bound(values.begin(), values.end(), near);
+      return above == values.end() ? values.back() : *above;
+    }
+    return values[random() % values.size()];
+  }
+
+private:
+  std::vector<std::vector<int64_t>> domains_;
+};
+
+/// Every rule reads only the knobs it names: legalValues (and so the tuner's moves, the
+/// sampler's walks and the fitting of defaults) re-checks a rule only when one of its knobs
+/// changes, so a rule reading another knob lets them step into schedules that break it (the
+/// register budget read bf16_compute without naming it: a walk changed bf16_compute away from
+/// amx under a 32 x 32 tile).
+TEST(Constraints, ReadOnlyTheKnobsTheyName) {
+  CpuTarget avx2 = makeTarget(256), avx512 = makeTarget(512), bf16 = makeTarget(512),
+            amx = makeTarget(512);
+  bf16.avx512bf16 = amx.avx512bf16 = amx.amxBf16 = true;
+  std::vector<LayerSpec> layers = {makeLayer(768, 12, 64, 12, 128),
+                                   makeLayer(640, 8, 80, 2, kDynamicSize),
+                                   makeLayer(96, 2, 48, 2, 21), makeLayer(512, 8, 64, 1, 300)};
+  layers[2].dtype = layers[3].dtype = DType::BF16;
+  std::mt19937_64 random(7);
+  CpuTarget cuda = makeCudaTarget(227 * 1024);
+  for (const CpuTarget *target : {&avx2, &avx512, &bf16, &amx, &cuda}) {
+    RandomKnobValues randomValue(*target);
+    for (const LayerSpec &layer : layers) {
+      KnobContext context{*target, &layer};
+      Schedule base = *resolveSchedule(layer, *target, nullptr, nullptr).schedule;
+      for (int trial = 0; trial < 40; ++trial) {
+        Schedule schedule = base;
+        for (const Knob &k : knobs())
+          if (random() % 3 == 0)
+            k.set(schedule, randomValue(k, k.get(schedule), random));
+        for (const Constraint &rule : constraints()) {
+          bool holds = rule.holds(schedule, context);
+          for (const Knob &k : knobs()) {
+            if (rule.involves(k.id))
+              continue;
+            for (int sample = 0; sample < 3; ++sample) {
+              Schedule changed = schedule;
+              k.set(changed, randomValue(k, k.get(schedule), random));
+              ASSERT_EQ(rule.holds(changed, context), holds)
+                  << "the rule of " << knob(rule.knobs.front()).name << " reads " << k.name
+                  << " (" << k.get(schedule) << " -> " << k.get(changed) << ") on "
+                  << target->name << ": " << rule.explain(holds ? changed : schedule, context);
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(ScheduleFiles, PrintedSchedulesReadBackTheSame) {

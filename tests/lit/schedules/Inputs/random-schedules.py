@@ -1,10 +1,12 @@
 """Compiles the layers of random-layers.mha with random legal schedules and checks each one.
 
-usage: random-schedules.py WORKDIR --bin DIR --target T --vector-bits 256|512 --count N
+usage: random-schedules.py WORKDIR --bin DIR --target T --count N [--emulate-amx]
                            [--first-seed S]
 
 For each seed, schedule-sampler draws a legal schedule for every layer from the constraint
-table; mhac compiles the module with it; mha-run checks every layer against the float64
+table of target T; mhac compiles the module with it (--emulate-amx: T, with AVX512-BF16, taken
+as a CPU with AMX whose tiles are written as vector code, so that AMX's knobs are drawn and run
+here); mha-run checks every layer against the float64
 reference and runs it on the same files with 1 and 2 threads, whose outputs must be the same
 bytes. Prints one line per seed and exits 1 at the first failure, naming the seed and keeping
 its schedule file. CI runs a few seeds; `--count 200` is the longer run.
@@ -41,12 +43,13 @@ def check_seed(args, seed):
     tools = {name: os.path.join(args.bin, name) for name in ("mhac", "mha-run", "schedule-sampler")}
     layers = os.path.join(HERE, "random-layers.mha")
     schedule = os.path.join(args.workdir, "seed-%d.sched" % seed)
+    emulate = ["--emulate-amx"] if args.emulate_amx else []
     with open(schedule, "w") as f:
-        f.write(run([tools["schedule-sampler"], layers, "--vector-bits", str(args.vector_bits),
-                     "--seed", str(seed), "--backend", args.backend]))
+        f.write(run([tools["schedule-sampler"], layers, "--target", args.target,
+                     "--seed", str(seed), "--backend", args.backend] + emulate))
     module = os.path.join(args.workdir, "seed-%d" % seed)
     run([tools["mhac"], "compile", layers, "--target", args.target, "--schedule", schedule,
-         "--backend", args.backend, "--shared", "-o", module])
+         "--backend", args.backend, "--shared", "-o", module] + emulate)
     for name, (tensors, sizes) in LAYERS.items():
         run([tools["mha-run"], module + ".so", "--layer", name, "--check"] + sizes)
         data = os.path.join(args.workdir, name)
@@ -73,10 +76,10 @@ def main():
     parser.add_argument("workdir")
     parser.add_argument("--bin", required=True)
     parser.add_argument("--target", required=True)
-    parser.add_argument("--vector-bits", type=int, required=True)
     parser.add_argument("--count", type=int, required=True)
     parser.add_argument("--backend", default="mlir", choices=["mlir", "halide"])
     parser.add_argument("--first-seed", type=int, default=1)
+    parser.add_argument("--emulate-amx", action="store_true")
     args = parser.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     for name, (tensors, _) in LAYERS.items():
