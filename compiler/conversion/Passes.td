@@ -146,7 +146,7 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
     Option<"valueTileVectors", "value-tile-vectors", "int64_t", /*default=*/"4",
            "Vectors of the head in the p.v tile">,
     Option<"transposeInTiles", "transpose-in-tiles", "bool", /*default=*/"true",
-           "Transpose the block's queries in square register tiles where they have them">,
+           "Transpose the block's queries in register tiles (else element by element)">,
     Option<"keyPrefetchDistance", "key-prefetch-distance", "int64_t", /*default=*/"1",
            "Key tiles ahead that a score tile prefetches (0: none)">,
     Option<"prefetchValues", "prefetch-values", "bool", /*default=*/"true",

@@ -22,12 +22,6 @@ struct AttentionBlock {
   int64_t vectors(int64_t lanes) const { return rows / lanes; }
 };
 
-/// A block's queries can be transposed in square lanes x lanes tiles: the head dimension is
-/// whole vectors. (A tile's rows may lie in two heads: each row is read on its own.)
-inline bool queryTransposesInTiles(int64_t headDim, int64_t lanes) {
-  return headDim % lanes == 0;
-}
-
 /// The block of a layer whose query heads come in groups of `groupSize` per key/value head,
 /// with `seq` query positions (negative: known at run time only). A short static sequence
 /// (decoding, S = 7) takes its own length rather than a mostly empty block.

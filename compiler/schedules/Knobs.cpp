@@ -830,17 +830,6 @@ std::vector<Constraint> cpuConstraints() {
                             s.attention.valueTileVectors, c.layer->name, c.layer->headDim,
                             vectorsFor(c.layer->headDim, lanesOf(c)));
        }},
-      {{KnobId::AttentionQueryTranspose},
-       true,
-       [](const Schedule &s, const KnobContext &c) {
-         return s.attention.queryTranspose != QueryTranspose::Tiles ||
-                queryTransposesInTiles(c.layer->headDim, lanesOf(c));
-       },
-       [](const Schedule &, const KnobContext &c) {
-         return fmt::format("attention_query_transpose = tiles needs square tiles of {} x {}: "
-                            "layer '{}' has a head of {}, not a multiple of {}",
-                            lanesOf(c), lanesOf(c), c.layer->name, c.layer->headDim, lanesOf(c));
-       }},
       {{KnobId::AttentionQueryBlock, KnobId::AttentionGroupedQueryBlock, KnobId::AttentionKeyBlock,
         KnobId::AttentionCompute},
        true,

@@ -252,7 +252,7 @@ struct ConvertMhaAttentionToLoopsPass
         largestDivisor(block.vectors(vectorLanes), scoreTileVectors) * vectorLanes,
         valueTileVectors * vectorLanes,
         vectorLanes,
-        transposeInTiles && queryTransposesInTiles(op.getHeadDim(), vectorLanes),
+        transposeInTiles,
         keyPrefetchDistance,
         prefetchValues,
         prefetchNextBlock,

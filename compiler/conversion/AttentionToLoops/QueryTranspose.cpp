@@ -55,10 +55,8 @@ void AttentionLowering::buildQueryTranspose(Value rows) {
   // shuffles). A tile's rows are any `lanes` consecutive rows of the block, within one head or
   // across heads (a grouped-query block of fewer positions than lanes): each is read as a
   // vector of its own, from a row index kept in bounds, and zeroed where the row is past the
-  // sequence's end or padding.
-  auto f32Tile = VectorType::get({lanes, lanes}, f32_);
-  Value scales = splat(f32Tile, scale);
-  Value zeroTile = splat(f32Tile, f32(0));
+  // sequence's end or padding. A head that is no whole number of vectors ends in a narrower
+  // tile (lanes x the rest), transposed the same way.
   Value positions = index(blocking_.positions);
   int64_t realRows = blocking_.heads * blocking_.positions;
   auto below = [&](Value a, Value bound) {
@@ -77,18 +75,26 @@ void AttentionLowering::buildQueryTranspose(Value rows) {
       columns.push_back(
           add(qCol_, mul(arith::DivUIOp::create(b_, loc_, row, positions), dh)));
     }
-    forLoop(c0, dh, index(lanes), [&](Value d) {
-      Value tile = zeroTile;
+    // The tile of the head's features [d, d + width).
+    auto transposeTile = [&](Value d, int64_t width) {
+      auto tileType = VectorType::get({lanes, width}, f32_);
+      auto rowType = VectorType::get({width}, f32_);
+      Value zeroRow = splat(rowType, f32(0));
+      Value tile = splat(tileType, f32(0));
       for (int64_t i = 0; i < lanes; ++i) {
-        Value vector = readRow(lanes, query_, {batch_, sourceRows[i], add(columns[i], d)});
-        vector = arith::SelectOp::create(b_, loc_, valid[i], vector, zeros_);
+        Value vector = readRow(width, query_, {batch_, sourceRows[i], add(columns[i], d)});
+        vector = arith::SelectOp::create(b_, loc_, valid[i], vector, zeroRow);
         tile = vector::InsertOp::create(b_, loc_, vector, tile, i);
       }
-      tile = arith::MulFOp::create(b_, loc_, tile, scales);
+      tile = arith::MulFOp::create(b_, loc_, tile, splat(tileType, scale));
       Value transposed = vector::TransposeOp::create(b_, loc_, tile, ArrayRef<int64_t>{1, 0});
       vector::TransferWriteOp::create(b_, loc_, transposed, queryT_, ValueRange{d, r},
                                       ArrayRef<bool>{true, true});
-    });
+    };
+    int64_t wholeColumns = headDim_ / lanes * lanes;
+    forLoop(c0, index(wholeColumns), index(lanes), [&](Value d) { transposeTile(d, lanes); });
+    if (wholeColumns < headDim_)
+      transposeTile(index(wholeColumns), headDim_ - wholeColumns);
   });
 }
 

@@ -189,3 +189,18 @@ func.func @masked(%q: tensor<?x8x32xbf16>, %kv: tensor<?x9x32xbf16>, %lens: tens
   %a = mha.attention %q, %kv, %kv kv_lens %lens heads(2) kv_heads(2) head_dim(16) scale(0.25) causal : (tensor<?x8x32xbf16>, tensor<?x9x32xbf16>, tensor<?x9x32xbf16>, tensor<?xi32>) -> tensor<?x8x32xbf16>
   return %a : tensor<?x8x32xbf16>
 }
+
+// A head of 40 features is two and a half vectors: its queries transpose in two 16 x 16 tiles
+// and a last 16 x 8 one (rows read as 8-wide vectors, written as 8 rows of the transposed
+// block), not element by element.
+// CHECK-LABEL: func.func @head_of_40
+// CHECK:           scf.for %{{.*}} = %c0 to %c32 step %c16
+// CHECK:             vector.transpose %{{.*}}, [1, 0] : vector<16x16xf32> to vector<16x16xf32>
+// CHECK:           }
+// CHECK-COUNT-16:  vector.transfer_read {{.*}} {in_bounds = [true]} : memref<?x20x80xf32, {{.*}}>, vector<8xf32>
+// CHECK:           vector.transpose %{{.*}}, [1, 0] : vector<16x8xf32> to vector<8x16xf32>
+// CHECK:           vector.transfer_write %{{.*}}, %{{.*}}[%c32, %{{.*}}] {in_bounds = [true, true]} : vector<8x16xf32>, memref<40x16xf32>
+func.func @head_of_40(%q: tensor<?x20x80xf32>, %k: tensor<?x20x80xf32>, %v: tensor<?x20x80xf32>) -> tensor<?x20x80xf32> {
+  %a = mha.attention %q, %k, %v heads(2) kv_heads(2) head_dim(40) scale(0.158) : (tensor<?x20x80xf32>, tensor<?x20x80xf32>, tensor<?x20x80xf32>) -> tensor<?x20x80xf32>
+  return %a : tensor<?x20x80xf32>
+}
