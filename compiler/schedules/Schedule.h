@@ -21,7 +21,7 @@ enum class Backend { Mlir, Halide, Cuda };
 
 /// How a block's query rows are transposed so that its columns become vectors.
 enum class QueryTranspose {
-  Tiles,    ///< square lanes x lanes tiles transposed in registers (needs whole tiles)
+  Tiles,    ///< lanes x lanes tiles transposed in registers (the last one narrower)
   Elements, ///< element by element
 };
 

@@ -43,9 +43,9 @@ struct AttentionBlocking {
   /// Columns of the p.v tile: the head dimension is updated in chunks this wide (the last one
   /// may be narrower).
   int64_t valueChunk;
-  /// f32 lanes of a vector register: the side of the square tiles the queries are transposed in.
+  /// f32 lanes of a vector register: the rows of the tiles the queries are transposed in.
   int64_t lanes;
-  /// The queries are transposed in square register tiles (else element by element).
+  /// The queries are transposed in register tiles (else element by element).
   bool transposeInTiles;
   /// Key tiles ahead that a score tile prefetches (0: none).
   int64_t keyPrefetchDistance;
