@@ -127,6 +127,15 @@ Expected<CpuTarget> resolveCpuTarget(const std::string &name) {
   return cpuTarget(name, name, *features);
 }
 
+Error emulateAmx(CpuTarget &target) {
+  if (!target.avx512bf16)
+    return createStringError(inconvertibleErrorCode(),
+                             "--emulate-amx needs a target with AVX512-BF16; %s has none",
+                             target.name.c_str());
+  target.amxBf16 = target.emulateAmx = true;
+  return Error::success();
+}
+
 CpuTarget baselineCpuTarget() {
   CpuTarget target;
   target.name = "x86-64";

@@ -37,6 +37,10 @@ llvm::Expected<CpuTarget> resolveCpuTarget(const std::string &name);
 CpuTarget cpuTarget(llvm::StringRef name, llvm::StringRef cpu,
                     const llvm::StringMap<bool> &features);
 
+/// `--emulate-amx` (a testing aid): `target`, which must have AVX512-BF16, taken as a CPU with
+/// AMX whose tile operations are written as vector operations (CpuTarget::emulateAmx).
+llvm::Error emulateAmx(CpuTarget &target);
+
 /// Plain x86-64, without AVX: the machine of code that every x86-64 CPU runs, such as the
 /// dispatchers of an object with variants for several targets.
 CpuTarget baselineCpuTarget();

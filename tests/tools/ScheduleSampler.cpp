@@ -2,11 +2,12 @@
 //
 // Part of mhac. `schedule-sampler FILE.mha --target T [--emulate-amx] --seed N [--steps K]
 // [--backend mlir|halide]` prints a schedule file with a random legal schedule for every layer
-// of FILE.mha on target T (as `mhac compile --target` names it, and --emulate-amx as it
-// takes it: the target's vector width, AVX512-BF16 and AMX decide what is legal): the target's default fitted to the layer, then K
-// steps that each give one random knob of the backend a random value among those the
-// constraint table allows with the other knobs as they are. Every step keeps the schedule
-// legal, so every printed schedule must compile and compute the layer correctly.
+// of FILE.mha on target T, named and taken (with --emulate-amx) as `mhac compile` takes it:
+// its vector width, AVX512-BF16 and AMX decide what is legal. Each schedule is the target's
+// default fitted to the layer, then K steps that each give one random knob of the backend a
+// random value among those the constraint table allows with the other knobs as they are.
+// Every step keeps the schedule legal, so every printed schedule must compile and compute the
+// layer correctly.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,8 +31,8 @@
 using namespace mhac;
 
 static int usage() {
-  std::cerr << "usage: schedule-sampler FILE.mha --target T [--emulate-amx] --seed N [--steps K] "
-               "[--backend mlir|halide]\n";
+  std::cerr << "usage: schedule-sampler FILE.mha --target T [--emulate-amx] --seed N "
+               "[--steps K] [--backend mlir|halide]\n";
   return 2;
 }
 
@@ -66,9 +67,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   CpuTarget target = *resolved;
-  // As `mhac compile --emulate-amx` takes an AVX512-BF16 target: AMX's knobs become legal.
   if (emulateAmx)
-    target.amxBf16 = target.avx512bf16;
+    if (llvm::Error error = mhac::emulateAmx(target)) {
+      std::cerr << "schedule-sampler: " << llvm::toString(std::move(error)) << "\n";
+      return 2;
+    }
 
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;

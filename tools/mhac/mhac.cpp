@@ -309,12 +309,9 @@ static int compile(const CompileOptions &options) {
     llvm::Expected<CpuTarget> target = resolveCpuTarget(options.targets[i]);
     if (!target)
       return fail(llvm::toString(target.takeError()));
-    if (options.emulateAmx) {
-      if (!target->avx512bf16)
-        return fail(fmt::format("--emulate-amx needs a target with AVX512-BF16; {} has none",
-                                target->name));
-      target->amxBf16 = target->emulateAmx = true;
-    }
+    if (options.emulateAmx)
+      if (llvm::Error error = emulateAmx(*target))
+        return fail(llvm::toString(std::move(error)));
     std::optional<LayerSchedules> schedules =
         readSchedules(options.schedulePaths.empty() ? "" : options.schedulePaths[i], *layers,
                       *target, options.backend);

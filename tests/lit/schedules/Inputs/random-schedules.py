@@ -6,9 +6,8 @@ usage: random-schedules.py WORKDIR --bin DIR --target T --count N [--emulate-amx
 For each seed, schedule-sampler draws a legal schedule for every layer from the constraint
 table of target T; mhac compiles the module with it (--emulate-amx: T, with AVX512-BF16, taken
 as a CPU with AMX whose tiles are written as vector code, so that AMX's knobs are drawn and run
-here); mha-run checks every layer against the float64
-reference and runs it on the same files with 1 and 2 threads, whose outputs must be the same
-bytes. Prints one line per seed and exits 1 at the first failure, naming the seed and keeping
+here); mha-run checks every layer against the float64 reference and runs it on the same files
+with 1 and 2 threads, whose outputs must be the same bytes. Prints one line per seed and exits 1 at the first failure, naming the seed and keeping
 its schedule file. CI runs a few seeds; `--count 200` is the longer run.
 """
 import argparse
