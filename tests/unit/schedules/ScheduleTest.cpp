@@ -95,7 +95,7 @@ TEST_P(Defaults, FitEveryLayer) {
   CpuTarget target = makeTarget(GetParam());
   for (int64_t headDim : {1, 8, 16, 24, 40, 64, 80, 96, 112, 128, 160, 256, 1000, 20000})
     for (int64_t group : {1, 2, 3, 4, 8, 16})
-      for (int64_t seq : {int64_t(1), int64_t(7), int64_t(100), kDynamicSize}) {
+      for (int64_t seq : {int64_t(1), int64_t(7), int64_t(100), int64_t(8191), kDynamicSize}) {
         LayerSpec layer = makeLayer(headDim * 2 * group, 2 * group, headDim, 2, seq);
         ScheduleResolution resolution = resolveSchedule(layer, target, nullptr, nullptr);
         ASSERT_TRUE(resolution.schedule)
@@ -149,6 +149,23 @@ TEST(Resolution, FitsBertBaseAsDocumented) {
   EXPECT_EQ(schedule.attention.valueTileVectors, 4);
   EXPECT_EQ(schedule.attention.valueTileRows, 6);
   EXPECT_EQ(schedule.projection.cacheRows, 258);
+}
+
+/// A head's keys and values (S x 64 x 4 bytes, twice) fit in half of the nominal 1 MiB L2 up
+/// to S = 1024; beyond that the query blocks grow by the times they exceed it, up to 3x.
+TEST(Resolution, GrowsQueryBlocksWhereKeysOutgrowL2) {
+  CpuTarget target = makeTarget(512);
+  ASSERT_EQ(target.l2Bytes, 1024 * 1024);
+  using Blocks = std::pair<int64_t, int64_t>;
+  auto blocks = [&](int64_t kvHeads, int64_t seq) {
+    LayerSpec layer = makeLayer(768, 12, 64, kvHeads, seq);
+    Schedule schedule = *resolveSchedule(layer, target, nullptr, nullptr).schedule;
+    return Blocks{schedule.attention.queryBlock, schedule.attention.groupedQueryBlock};
+  };
+  EXPECT_EQ(blocks(12, 1024), (Blocks{48, 64}));
+  EXPECT_EQ(blocks(12, 2048), (Blocks{96, 128}));
+  EXPECT_EQ(blocks(4, 8192), (Blocks{144, 192}));
+  EXPECT_EQ(blocks(4, kDynamicSize), (Blocks{48, 64}));
 }
 
 TEST(Resolution, KeepsWhatTheFileSaysAndFitsTheRest) {
