@@ -9,6 +9,7 @@
 #include "compiler/schedules/AttentionBlock.h"
 #include "compiler/schedules/CudaBlocks.h"
 
+#include "llvm/Support/MathExtras.h"
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -764,6 +765,20 @@ std::vector<Constraint> cpuConstraints() {
                    "a cache tile holds whole weight panels"),
       unlessAmx(budgetRule("a projection register tile", KnobId::ProjectionRegisterRows,
                            KnobId::ProjectionRegisterCols, /*inLanes=*/true)),
+      unlessAmx(
+          {{KnobId::ProjectionRegisterCols},
+           false,
+           [](const Schedule &s, const KnobContext &c) {
+             return llvm::isPowerOf2_64(s.projection.registerCols / lanesOf(c));
+           },
+           [](const Schedule &s, const KnobContext &c) {
+             return fmt::format(
+                 "projection_register_cols ({}) must be a power of two times the {} lanes of "
+                 "{}'s vectors: LLVM moves a row of {} vectors, carried through the reduction "
+                 "loop, one element at a time (10x slower)",
+                 s.projection.registerCols, lanesOf(c), c.target.name,
+                 s.projection.registerCols / lanesOf(c));
+           }}),
       multipleRule(KnobId::AttentionKeyBlock, KnobId::AttentionScoreTileKeys,
                    {KnobId::AttentionScoreTileKeys, KnobId::AttentionKeyBlock},
                    "every whole key block is whole score tiles"),

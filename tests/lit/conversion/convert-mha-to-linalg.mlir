@@ -140,9 +140,10 @@ func.func @whole_rows(%x: tensor<18x24xf32>, %e: tensor<8x24xf32>, %d: tensor<?x
   return %y, %f, %z : tensor<18x32xf32>, tensor<8x32xf32>, tensor<?x32xf32>
 }
 
-// Panels of 48 (projection_register_cols = 48, three AVX-512 vectors) over 512 columns: 10
-// whole panels, then the rest, 32, as one power-of-two block. (Halving the panel's width,
-// 24, 12, 6, 3, 1, 0, never used up the rest: the compiler looped until it ran out of memory.)
+// Panels of 48 (projection_register_cols = 48: three AMX tiles' columns under bf16_compute =
+// amx) over 512 columns: 10 whole panels, then the rest, 32, as one power-of-two block.
+// (Halving the panel's width, 24, 12, 6, 3, 1, 0, never used up the rest: the compiler looped
+// until it ran out of memory.)
 // PANEL48-LABEL: func.func @panels_of_48
 // PANEL48:         linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<10x8x48xf32>) outs(%{{.*}} : tensor<4x10x48xf32>) attrs = {mhac.projection}
 // PANEL48:         tensor.insert_slice %{{.*}}[0, 0] [4, 480] [1, 1] : tensor<4x480xf32> into tensor<4x512xf32>
