@@ -180,6 +180,21 @@ TEST(Resolution, KeepsWhatTheFileSaysAndFitsTheRest) {
   EXPECT_EQ(schedule.projection.cacheRows, 256); // the largest multiple of 4 up to 258
 }
 
+/// A register tile wider than the default cache tile (64 columns on AVX-512) widens it.
+TEST(Resolution, WidensCacheTilesToTheRegisterTileWritten) {
+  CpuTarget target = makeTarget(512);
+  std::string errors;
+  std::optional<ScheduleFile> file = read(
+      "format = 1\nlayer layer {\n  projection_register_rows = 2\n"
+      "  projection_register_cols = 128\n}\n",
+      target, errors);
+  ASSERT_TRUE(file) << errors;
+  LayerSpec layer = makeLayer(1024, 16, 64, 16, 512);
+  ScheduleResolution resolution = resolveSchedule(layer, target, file->find("layer"), nullptr);
+  ASSERT_TRUE(resolution.schedule) << resolution.error;
+  EXPECT_EQ(resolution.schedule->projection.cacheCols, 128);
+}
+
 TEST(Resolution, ReportsABrokenRuleAtTheKnobWritten) {
   CpuTarget target = makeTarget(512);
   std::string errors;
