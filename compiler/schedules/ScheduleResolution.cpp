@@ -196,10 +196,10 @@ bool amxPreferred(const LayerSpec &layer, const CpuTarget &target, const Schedul
 
 /// The first value to try for a defaulted knob. The p.v tile's vectors split the head into
 /// chunks of about equal width (a head of 5 vectors in chunks of 3 and 2, not 4 and 1); cache
-/// tiles start from at least one register tile, and those of a few rows balance their tasks (balancedCacheCols, balancedCacheRows); query
-/// blocks grow where keys stream from L3 (keyStreamingQueryBlock); bf16
-/// layers on AMX targets take AMX's register tiles and kernels (amxPreferred); a short call's
-/// tensor-core blocks fill the GPU (gridFilledMmaBlock).
+/// tiles start from at least one register tile, and those of a few rows balance their tasks
+/// (balancedCacheCols, balancedCacheRows); query blocks grow where keys stream from L3
+/// (keyStreamingQueryBlock); bf16 layers on AMX targets take AMX's register tiles and kernels
+/// (amxPreferred); a short call's tensor-core blocks fill the GPU (gridFilledMmaBlock).
 int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const CpuTarget &target,
                        const Schedule &schedule) {
   if (id == KnobId::ProjectionCacheCols || id == KnobId::ProjectionCacheRows) {
