@@ -161,6 +161,11 @@ LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const LayerSchedules &sc
                          target.emulateAmx ? "func.func(mhac-amx-pair-tiles{emulate=true})"
                                            : "func.func(mhac-amx-pair-tiles)",
                          setup)) ||
+      failed(runOnEachFunction(module, schedules, setup,
+                               [](OpPassManager &pm, const Schedule &s) {
+                                 if (s.projection.prefetchNextBlock)
+                                   pm.addPass(createPrefetchWeightPanels());
+                               })) ||
       failed(applyToEachFunction(module, schedules, applyVectorLoweringScript)))
     return failure();
   return runPipeline(

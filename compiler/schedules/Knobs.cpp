@@ -99,6 +99,9 @@ std::vector<Knob> makeKnobs() {
       makeKnob<kProjection, &P::splitLastCacheTile>(
           KnobId::ProjectionSplitLastCacheTile, "projection_split_last_cache_tile",
           "last cache tile split off, its edge rows static", kBoolean, 0, 1),
+      makeKnob<kProjection, &P::prefetchNextBlock>(
+          KnobId::ProjectionPrefetchNextBlock, "projection_prefetch_next_block",
+          "tiles prefetch the next weight block into L2", kBoolean, 0, 1),
       makeKnob<kProjection, &P::rowPadding>(KnobId::ProjectionRowPadding, "projection_row_padding",
                                             "padding of rows 1 KiB apart, in elements", kInteger, 0,
                                             256),

@@ -32,6 +32,7 @@ enum class KnobId {
   ProjectionPanelReductionBlock,
   ProjectionReductionUnroll,
   ProjectionSplitLastCacheTile,
+  ProjectionPrefetchNextBlock,
   ProjectionRowPadding,
   ProjectionTransposeTile,
   AttentionQueryBlock,

@@ -81,6 +81,9 @@ struct ProjectionSchedule {
   /// Splits a projection's last cache tile off into a projection of its own, whose edge rows
   /// are then a static register tile.
   bool splitLastCacheTile = false;
+  /// The register tiles over a block of a weight panel prefetch, shared out between them, the
+  /// block the thread reads next (mhac-prefetch-weight-panels).
+  bool prefetchNextBlock = false;
   /// Elements of padding after each row of keys, values and unpacked transposed weights whose
   /// width is a multiple of 256 (rows 1 KiB apart share L1 cache sets); 0 pads nothing.
   int64_t rowPadding = 0;

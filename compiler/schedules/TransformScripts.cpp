@@ -115,9 +115,6 @@ StringRef transposeEntry(TransposeLowering lowering) {
   return "elements";
 }
 
-/// Marks the reduction loops of the panel register tiles (transforms/tiling.mlir).
-constexpr llvm::StringLiteral kPanelReductionAttr = "mhac.panel_reduction";
-
 } // namespace
 
 LogicalResult applyTilingScript(Operation *function, const Schedule &schedule) {

@@ -17,6 +17,11 @@
 
 namespace mhac {
 
+/// On the reduction loop of each full panel register tile (transforms/tiling.mlir writes it):
+/// the loops unrolled by projection_reduction_unroll, and where mhac-prefetch-weight-panels
+/// adds its prefetches.
+constexpr llvm::StringLiteral kPanelReductionAttr = "mhac.panel_reduction";
+
 /// Tiles and vectorizes the linalg form of a function (a layer or its preparation function),
 /// on tensors before bufferization: transforms/tiling.mlir with the schedule's tiles.
 mlir::LogicalResult applyTilingScript(mlir::Operation *function, const Schedule &schedule);
