@@ -168,6 +168,23 @@ TEST(Resolution, GrowsQueryBlocksWhereKeysOutgrowL2) {
   EXPECT_EQ(blocks(4, kDynamicSize), (Blocks{48, 64}));
 }
 
+/// A layer whose rows are one cache tile and whose narrowest projection has few panels splits
+/// its rows into whole register tiles, as many as make a multiple of 8 tasks with the panels
+/// but of at least 4 register tiles each; the few rows left over are the split-off last tile.
+TEST(Resolution, BalancesTheTasksOfAOneTileLayer) {
+  CpuTarget target = makeTarget(512);
+  auto cacheRows = [&](int64_t modelDim, int64_t heads, int64_t kvHeads, int64_t seq) {
+    LayerSpec layer = makeLayer(modelDim, heads, 64, kvHeads, seq);
+    layer.batch = 1;
+    return resolveSchedule(layer, target, nullptr, nullptr).schedule->projection.cacheRows;
+  };
+  EXPECT_EQ(cacheRows(192, 3, 3, 197), 24); // 3 panels: 8 x 3 tasks of 24 rows, then 5 rows
+  EXPECT_EQ(cacheRows(576, 9, 3, 100), 24); // 4 tiles of at least 24 rows, then 4 rows
+  EXPECT_EQ(cacheRows(768, 12, 2, 200), 48); // 2 panels: 4 x 2 tasks of 48 rows, then 8
+  EXPECT_EQ(cacheRows(768, 12, 12, 200), 258); // 12 panels: tasks enough
+  EXPECT_EQ(cacheRows(192, 3, 3, 1), 6);     // a decoding step: one register tile
+}
+
 TEST(Resolution, KeepsWhatTheFileSaysAndFitsTheRest) {
   CpuTarget target = makeTarget(512);
   std::string errors;
