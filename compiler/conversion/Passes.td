@@ -257,12 +257,13 @@ def PrefetchWeightPanels : Pass<"mhac-prefetch-weight-panels", "mlir::func::Func
   let summary = "Have a projection's register tiles fetch the next weight block into L2";
   let description = [{
     Runs after bufferization, before the reduction loops are unrolled (the schedule's
-    projection_prefetch_next_block). In each f32 register tile's reduction loop (marked
-    `mhac.panel_reduction`) over a block of a weight panel (KB inputs x P columns,
-    contiguous), the tile with index t of the T in its loop over rows prefetches into L2, one
-    prefetch a step, elements [t KB s, (t + 1) KB s) of the block the thread reads next
-    (s = ceil(P / T)), so that the block is in L2 when the tiles reach it instead of the first
-    of them waiting for memory. Edge tiles, bf16 pairs and AMX tiles are left as they are.
+    projection_prefetch_next_block). In each register tile's reduction loop (marked
+    `mhac.panel_reduction`) over a block of a weight panel (KB steps of a contiguous row of
+    R elements: P f32 columns, or P pairs of bf16), the tile with index t of the T in its loop
+    over rows prefetches into L2, one prefetch a step, elements [t KB s, (t + 1) KB s) of the
+    block the thread reads next (s = ceil(R / T)), so that the block is in L2 when the tiles
+    reach it instead of the first of them waiting for memory. Edge tiles and AMX tiles are
+    left as they are.
   }];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

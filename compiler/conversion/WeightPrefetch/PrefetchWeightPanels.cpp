@@ -1,17 +1,18 @@
 //===- PrefetchWeightPanels.cpp - the next weight block, fetched early ----===//
 //
 // Part of mhac. A projection's register tiles pass over one block of a weight panel (KB inputs
-// x P columns, contiguous in the [N / P][K][P] layout) while the rows of their cache tile go
-// by. Where few rows share a block (a 128-token prompt on a wide model), the first tile over
-// each block waits for it from memory: it asks for 4 KB P bytes at the rate of its FMAs,
-// several times what one core's memory stream delivers, and the hardware prefetcher does not
-// look a block ahead. This pass has every tile over a block fetch a share of the next block
-// into L2 while it computes: with T tiles in the loop, tile t prefetches, one prefetch a
-// reduction step, elements [t KB s, (t + 1) KB s) of the next block, s = ceil(P / T); tiles
-// past its end prefetch the row they read. The next block is the one the thread reads next:
-// the next panel's, where a loop over a cache tile's panels runs inside the loop over
-// reduction blocks, else the memory that follows (the panel's next block, or the next
-// panel's first).
+// x P columns, contiguous in the [N / P][K][P] layout; [N / P][K / 2][P][2] for bf16 pairs)
+// while the rows of their cache tile go by. Where few rows share a block (a 128-token prompt on
+// a wide model), the first tile over each block waits for it from memory: it asks for the
+// whole block at the rate of its FMAs, several times what one core's memory stream delivers,
+// and the hardware prefetcher does not look a block ahead. This pass has every tile over a
+// block fetch a share of the next block into L2 while it computes: with T tiles in the loop
+// and R elements to a row of the block (P, or 2 P for pairs), tile t prefetches, one prefetch
+// a reduction step, elements [t KB s, (t + 1) KB s) of the next block, s = ceil(R / T); tiles
+// whose share is past its end prefetch the row they read. The next block is the one the
+// thread reads next: the next panel's, where a loop over a cache tile's panels runs inside
+// the loop over reduction blocks, else the memory that follows (the panel's next block, or
+// the next panel's first).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,20 +38,29 @@ Value rootOf(Value memref) {
   return memref;
 }
 
+/// Elements of a weight block's row at least: a panel is a whole vector wide, while a row tile
+/// of one row reads its inputs as [1][KB][2] pairs.
+constexpr int64_t kMinRowElements = 8;
+
 /// The view of the weight block that `reduction`'s body slices one input row a step from: a
-/// [1][KB][P] view, rows of P contiguous, taken outside the loop; null for a tile of another
-/// kind (bf16 pairs, AMX).
+/// [1][KB][P] view of f32 (or [1][KB / 2][P][2] of bf16 pairs), its rows contiguous, taken
+/// outside the loop; null for a tile of another kind (AMX's).
 Value weightBlockOf(scf::ForOp reduction) {
   for (Operation &op : reduction.getBody()->without_terminator()) {
     auto row = dyn_cast<memref::SubViewOp>(op);
     if (!row || !reduction.isDefinedOutsideOfLoop(row.getSource()))
       continue;
     auto type = cast<MemRefType>(row.getSource().getType());
-    if (type.getRank() != 3 || !type.hasStaticShape() || type.getDimSize(0) != 1 ||
-        !type.getElementType().isF32())
+    Type element = type.getElementType();
+    if (type.getRank() < 3 || !type.hasStaticShape() || type.getDimSize(0) != 1 ||
+        !(element.isF32() || element.isBF16()))
       continue;
+    // Rows contiguous: each stride is the elements of the dimensions after it.
     auto [strides, offset] = type.getStridesAndOffset();
-    if (strides[1] == type.getDimSize(2) && strides[2] == 1)
+    int64_t contiguous = 1;
+    for (int64_t d = type.getRank() - 1; d >= 1 && strides[d] == contiguous; --d)
+      contiguous *= type.getDimSize(d);
+    if (contiguous == type.getNumElements() && contiguous / type.getDimSize(1) >= kMinRowElements)
       return row.getSource();
   }
   return {};
@@ -73,14 +83,16 @@ void prefetchNextBlock(scf::ForOp reduction) {
   if (!rootType.hasStaticShape())
     return;
   auto blockType = cast<MemRefType>(block.getType());
-  int64_t keys = blockType.getDimSize(1), panel = blockType.getDimSize(2);
+  // A block's rows: one input (f32) or one pair of inputs (bf16) a step.
+  int64_t keys = blockType.getDimSize(1);
+  int64_t rowElements = blockType.getNumElements() / keys;
   int64_t total = rootType.getNumElements();
   // The next block: the next panel's, where a loop over a cache tile's panels runs inside the
   // loop over reduction blocks (the view's panel offset varies), else the memory after this
   // block (the panel's next block, or the next panel's first).
   auto view = block.getDefiningOp<memref::SubViewOp>();
   bool panelLoop = view && view.isDynamicOffset(0);
-  int64_t distance = panelLoop ? blockType.getStridesAndOffset().first[0] : keys * panel;
+  int64_t distance = panelLoop ? blockType.getStridesAndOffset().first[0] : keys * rowElements;
 
   Location loc = reduction.getLoc();
   OpBuilder b(reduction);
@@ -99,17 +111,17 @@ void prefetchNextBlock(scf::ForOp reduction) {
   Value t = arith::DivUIOp::create(
       b, loc, arith::SubIOp::create(b, loc, rows.getInductionVar(), rows.getLowerBound()),
       rows.getStep());
-  Value spread = ceilDiv(index(panel), tiles);
+  Value spread = ceilDiv(index(rowElements), tiles);
   // Tiles whose share is past the next block's end, or past the buffer's (the last block),
   // prefetch the row they read (in L1 already): every index stays inside the buffer.
   Value ahead = add(metadata.getOffset(), add(index(distance), mul(t, mul(index(keys), spread))));
   Value last = add(ahead, mul(index(keys - 1), spread));
   Value prefetching = arith::AndIOp::create(
       b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, mul(t, spread), index(panel)),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, mul(t, spread), index(rowElements)),
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, last, index(total)));
   Value start = arith::SelectOp::create(b, loc, prefetching, ahead, metadata.getOffset());
-  Value stride = arith::SelectOp::create(b, loc, prefetching, spread, index(panel));
+  Value stride = arith::SelectOp::create(b, loc, prefetching, spread, index(rowElements));
 
   b.setInsertionPointToStart(reduction.getBody());
   Value at = add(start, mul(reduction.getInductionVar(), stride));

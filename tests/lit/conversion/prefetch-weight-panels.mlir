@@ -109,3 +109,45 @@ func.func @panels(%w: memref<4x1024x16xf32>, %out: memref<72x1x16xf32>) {
   }
   return
 }
+
+// bf16 pairs: a block of 128 steps of 64 pairs (a row of 128 bf16), 72 register tiles of one
+// row: each prefetches ceil(128 / 72) = 2 elements a step of the block after, 128 x 128 =
+// 16384 on. A tile's inputs, [1][128][2] (one row's pairs), are no weight block.
+// CHECK-LABEL: func.func @pairs(
+// CHECK:       scf.for %[[ROW:.*]] = %c0 to %c72 step %c1 {
+// CHECK:         %[[BEFORE:.*]] = arith.muli %[[ROW]], %c256
+// CHECK:         arith.addi %[[BEFORE]], %c16384
+// CHECK:         arith.select %{{.*}}, %c2, %c128
+// CHECK:         memref.prefetch %{{.*}} : memref<65536xbf16>
+// CHECK-NOT:     memref.prefetch
+// CHECK:       } {mhac.panel_reduction}
+func.func @pairs(%x: memref<72x128x2xbf16>, %w: memref<4x128x64x2xbf16>, %out: memref<72x1x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c72 = arith.constant 72 : index
+  %c128 = arith.constant 128 : index
+  %b0 = arith.constant 0.0 : bf16
+  %tile = arith.constant dense<0.0> : vector<1x1x64xf32>
+  scf.forall (%p) in (4) {
+    %block = memref.subview %w[%p, 0, 0, 0] [1, 128, 64, 2] [1, 1, 1, 1] : memref<4x128x64x2xbf16> to memref<1x128x64x2xbf16, strided<[16384, 128, 2, 1], offset: ?>>
+    scf.for %r = %c0 to %c72 step %c1 {
+      %rows = memref.subview %x[%r, 0, 0] [1, 128, 2] [1, 1, 1] : memref<72x128x2xbf16> to memref<1x128x2xbf16, strided<[256, 2, 1], offset: ?>>
+      %acc = scf.for %k = %c0 to %c128 step %c1 iter_args(%a = %tile) -> (vector<1x1x64xf32>) {
+        %inputs = memref.subview %rows[0, %k, 0] [1, 1, 2] [1, 1, 1] : memref<1x128x2xbf16, strided<[256, 2, 1], offset: ?>> to memref<1x1x2xbf16, strided<[256, 2, 1], offset: ?>>
+        %row = memref.subview %block[0, %k, 0, 0] [1, 1, 64, 2] [1, 1, 1, 1] : memref<1x128x64x2xbf16, strided<[16384, 128, 2, 1], offset: ?>> to memref<1x1x64x2xbf16, strided<[16384, 128, 2, 1], offset: ?>>
+        %v = vector.transfer_read %row[%c0, %c0, %c0, %c0], %b0 {in_bounds = [true, true, true, true]} : memref<1x1x64x2xbf16, strided<[16384, 128, 2, 1], offset: ?>>, vector<1x1x64x2xbf16>
+        %u = vector.transfer_read %inputs[%c0, %c0, %c0], %b0 {in_bounds = [true, true, true]} : memref<1x1x2xbf16, strided<[256, 2, 1], offset: ?>>, vector<1x1x2xbf16>
+        %f = arith.extf %v : vector<1x1x64x2xbf16> to vector<1x1x64x2xf32>
+        %e = vector.extract %f[0, 0, 0, 0] : f32 from vector<1x1x64x2xf32>
+        %g = arith.extf %u : vector<1x1x2xbf16> to vector<1x1x2xf32>
+        %h = vector.extract %g[0, 0, 0] : f32 from vector<1x1x2xf32>
+        %m = arith.mulf %e, %h : f32
+        %b = vector.broadcast %m : f32 to vector<1x1x64xf32>
+        %sum = arith.addf %a, %b : vector<1x1x64xf32>
+        scf.yield %sum : vector<1x1x64xf32>
+      } {mhac.panel_reduction}
+      vector.transfer_write %acc, %out[%r, %c0, %c0] {in_bounds = [true, true, true]} : vector<1x1x64xf32>, memref<72x1x64xf32>
+    }
+  }
+  return
+}
