@@ -118,6 +118,11 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
     (`grouped-query-block / G` of each), so each key and value block is read once for all the
     heads that share it.
 
+    Calls with at least `long-keys` keys (0: none) run blocks `long-block-growth` times as
+    tall, so that each key and value row, once a head's no longer stay in L2, serves that many
+    more queries: an op whose keys are static takes those blocks or the others; one whose keys
+    are known at run time only gets both loop nests, behind a test of its keys.
+
     With `amx`, both products are AMX tile products of bf16 (tdpbf16ps, f32 sums): the keys
     and values of the call are first rounded to bf16 into buffers laid out for the tiles (the
     values transposed), the scores and the accumulators are kept transposed, and the
@@ -133,6 +138,10 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
            "Query rows processed together against each key block">,
     Option<"groupedQueryBlock", "grouped-query-block", "int64_t", /*default=*/"64",
            "Query rows of a block with grouped-query heads">,
+    Option<"longKeys", "long-keys", "int64_t", /*default=*/"0",
+           "Keys from which a call runs taller blocks (0: none does)">,
+    Option<"longBlockGrowth", "long-block-growth", "int64_t", /*default=*/"1",
+           "Times taller the blocks of those calls are">,
     Option<"keyBlock", "key-block", "int64_t", /*default=*/"96",
            "Keys per block of scores">,
     Option<"vectorLanes", "vector-lanes", "int64_t", /*default=*/"16",

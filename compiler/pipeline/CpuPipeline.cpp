@@ -110,7 +110,7 @@ LogicalResult lowerMhaToLinalg(ModuleOp module, const LayerSchedules &schedules,
   return runOnEachFunction(module, schedules, setup, [&](OpPassManager &pm, const Schedule &s) {
     const AttentionSchedule &a = s.attention;
     pm.addPass(createConvertMhaAttentionToLoops(ConvertMhaAttentionToLoopsOptions{
-        a.queryBlock, a.groupedQueryBlock, a.keyBlock, target.lanes(), a.scoreTileKeys,
+        a.queryBlock, a.groupedQueryBlock, a.longKeys, a.longBlockGrowth, a.keyBlock, target.lanes(), a.scoreTileKeys,
         a.scoreTileVectors, a.valueTileRows, a.valueTileVectors,
         a.queryTranspose == QueryTranspose::Tiles, a.keyPrefetchDistance, a.prefetchValues,
         a.prefetchNextBlock, a.compute == AttentionCompute::Amx, target.emulateAmx,

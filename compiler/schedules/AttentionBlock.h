@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace mhac {
 
@@ -37,6 +38,18 @@ inline AttentionBlock attentionBlock(int64_t groupSize, int64_t seq, int64_t que
   if (groupSize == 1)
     block.positions = block.rows;
   return block;
+}
+
+/// The factors by which a layer's calls grow their query blocks (attention_long_keys and
+/// attention_long_block_growth): 1 for calls with fewer than `longKeys` keys, `growth` for the
+/// others (`longKeys` = 0: none). `kvSeq` is the layer's keys, negative where they are known at
+/// run time only: its calls may run either.
+inline std::vector<int64_t> blockGrowths(int64_t kvSeq, int64_t longKeys, int64_t growth) {
+  if (longKeys <= 0 || growth <= 1 || (kvSeq >= 0 && kvSeq < longKeys))
+    return {1};
+  if (kvSeq >= 0)
+    return {growth};
+  return {1, growth};
 }
 
 /// Head features padded to whole steps of 32 (16 bf16 pairs, a row of an AMX tile): the scores'

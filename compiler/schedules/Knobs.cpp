@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <functional>
 
 namespace mhac {
 namespace {
@@ -114,6 +115,12 @@ std::vector<Knob> makeKnobs() {
       makeKnob<kAttention, &A::groupedQueryBlock>(
           KnobId::AttentionGroupedQueryBlock, "attention_grouped_query_block",
           "rows per block of grouped-query layers", kInteger, kLanes, 512, kLanes),
+      makeKnob<kAttention, &A::longKeys>(KnobId::AttentionLongKeys, "attention_long_keys",
+                                         "keys from which calls run taller blocks (0: never)",
+                                         kInteger, 0, 65536),
+      makeKnob<kAttention, &A::longBlockGrowth>(
+          KnobId::AttentionLongBlockGrowth, "attention_long_block_growth",
+          "times taller the blocks of those calls are", kInteger, 1, 8),
       makeKnob<kAttention, &A::keyBlock>(KnobId::AttentionKeyBlock, "attention_key_block",
                                          "keys per block of scores", kInteger, 1, 1024),
       makeKnob<kAttention, &A::scoreTileKeys>(KnobId::AttentionScoreTileKeys,
@@ -249,16 +256,55 @@ int64_t lanesOf(const KnobContext &c) { return c.target.lanes(); }
 /// vectors and one broadcast.
 int64_t tileRegisters(int64_t rows, int64_t vectors) { return rows * vectors + vectors + 1; }
 
-AttentionBlock blockOf(const Schedule &s, const KnobContext &c) {
+/// A block of the layer's calls, and how much its rows grew (attention_long_block_growth).
+struct GrownBlock {
+  int64_t growth;
+  AttentionBlock block;
+};
+
+/// The blocks the layer's calls run, plain first (blockGrowths): a rule of the blocks holds for
+/// each of them.
+std::vector<GrownBlock> blocksOf(const Schedule &s, const KnobContext &c) {
   const LayerSpec &layer = *c.layer;
-  return attentionBlock(layer.heads / layer.kvHeads, layer.seq, s.attention.queryBlock,
-                        s.attention.groupedQueryBlock, lanesOf(c));
+  const AttentionSchedule &a = s.attention;
+  std::vector<GrownBlock> blocks;
+  for (int64_t growth : blockGrowths(layer.kvSeq, a.longKeys, a.longBlockGrowth))
+    blocks.push_back({growth, attentionBlock(layer.heads / layer.kvHeads, layer.seq,
+                                             growth * a.queryBlock, growth * a.groupedQueryBlock,
+                                             lanesOf(c))});
+  return blocks;
 }
 
-/// Bytes of one attention task's scratch on its thread's stack: the transposed queries, the
-/// scores, the accumulators and the rescale factors.
-int64_t scratchBytes(const Schedule &s, const KnobContext &c) {
-  int64_t rows = blockOf(s, c).rows, head = c.layer->headDim, keys = s.attention.keyBlock;
+using BlockRule = std::function<bool(const AttentionBlock &)>;
+
+/// The first of the layer's blocks that breaks `holds`, else its last.
+GrownBlock blockBreaking(const Schedule &s, const KnobContext &c, const BlockRule &holds) {
+  std::vector<GrownBlock> blocks = blocksOf(s, c);
+  auto it = std::find_if(blocks.begin(), blocks.end(),
+                         [&](const GrownBlock &grown) { return !holds(grown.block); });
+  return it == blocks.end() ? blocks.back() : *it;
+}
+
+/// Whether every block of the layer's calls keeps `holds`.
+bool everyBlock(const Schedule &s, const KnobContext &c, const BlockRule &holds) {
+  std::vector<GrownBlock> blocks = blocksOf(s, c);
+  return std::all_of(blocks.begin(), blocks.end(),
+                     [&](const GrownBlock &grown) { return holds(grown.block); });
+}
+
+/// Which calls run `grown`, for a rule's message: nothing for the plain blocks.
+std::string callsOf(const GrownBlock &grown, const Schedule &s) {
+  if (grown.growth == 1)
+    return "";
+  return fmt::format(" for calls of at least {} keys (attention_long_keys; "
+                     "attention_long_block_growth = {})",
+                     s.attention.longKeys, grown.growth);
+}
+
+/// Bytes of one attention task's scratch on its thread's stack, for a block of `rows`: the
+/// transposed queries, the scores, the accumulators and the rescale factors.
+int64_t scratchBytes(const Schedule &s, const KnobContext &c, int64_t rows) {
+  int64_t head = c.layer->headDim, keys = s.attention.keyBlock;
   int64_t bytes = 4 * (2 * head * rows + keys * rows + rows);
   if (s.attention.compute == AttentionCompute::F32)
     return bytes;
@@ -269,15 +315,27 @@ int64_t scratchBytes(const Schedule &s, const KnobContext &c) {
          4 * head * rows;
 }
 
+/// The scratch of the tallest of the layer's plain blocks, or (`grown`) of those grown for
+/// long calls; 0 where it has none.
+int64_t scratchBytes(const Schedule &s, const KnobContext &c, bool grown) {
+  int64_t rows = 0;
+  for (const GrownBlock &block : blocksOf(s, c))
+    if ((block.growth > 1) == grown)
+      rows = std::max(rows, block.block.rows);
+  return scratchBytes(s, c, rows);
+}
+
 /// The most scratch a task may take: 2 MiB, which leaves most of a thread's stack (8 MiB by
 /// default on Linux) to the caller, or twice what the layer's smallest blocks need where its
 /// heads are so wide (thousands of elements) that those alone come near it.
 int64_t scratchLimit(const Schedule &s, const KnobContext &c) {
   constexpr int64_t kMaxScratchBytes = 2 * 1024 * 1024;
   Schedule smallest = s;
-  smallest.attention.queryBlock = smallest.attention.groupedQueryBlock = lanesOf(c);
   smallest.attention.keyBlock = 1;
-  return std::max(kMaxScratchBytes, 2 * scratchBytes(smallest, c));
+  const LayerSpec &layer = *c.layer;
+  int64_t lanes = lanesOf(c);
+  int64_t rows = attentionBlock(layer.heads / layer.kvHeads, layer.seq, lanes, lanes, lanes).rows;
+  return std::max(kMaxScratchBytes, 2 * scratchBytes(smallest, c, rows));
 }
 
 /// The knob that sets the rows of the layer's blocks.
@@ -324,6 +382,21 @@ Constraint budgetRule(std::string tile, KnobId rows, KnobId vectors, bool inLane
 /// The spelling of `s`'s attention_compute.
 std::string_view attentionComputeName(const Schedule &s) {
   return knob(KnobId::AttentionCompute).choices[static_cast<size_t>(s.attention.compute)];
+}
+
+/// A block of whole AMX tiles' rows.
+bool wholeAmxTiles(const AttentionBlock &block) { return block.rows % kAmxTileRows == 0; }
+
+/// A block whose vectors are whole chunks of the score tile's.
+BlockRule wholeScoreChunks(const Schedule &s, const KnobContext &c) {
+  int64_t lanes = lanesOf(c), vectors = s.attention.scoreTileVectors;
+  return [=](const AttentionBlock &block) { return block.vectors(lanes) % vectors == 0; };
+}
+
+/// A block of whole p.v tiles' rows.
+BlockRule wholeValueTiles(const Schedule &s) {
+  int64_t rows = s.attention.valueTileRows;
+  return [=](const AttentionBlock &block) { return block.rows % rows == 0; };
 }
 
 /// `rule`, which holds where the projections' register tiles are AMX tiles (which hold their
@@ -745,20 +818,22 @@ std::vector<Constraint> cpuConstraints() {
                             knob(KnobId::Bf16Compute).choices[static_cast<size_t>(s.bf16Compute)]);
        }},
       {{KnobId::AttentionCompute, KnobId::AttentionKeyBlock, KnobId::AttentionQueryBlock,
-        KnobId::AttentionGroupedQueryBlock},
+        KnobId::AttentionGroupedQueryBlock, KnobId::AttentionLongKeys,
+        KnobId::AttentionLongBlockGrowth},
        true,
        [](const Schedule &s, const KnobContext &c) {
          return s.attention.compute == AttentionCompute::F32 ||
-                (blockOf(s, c).rows % kAmxTileRows == 0 &&
+                (everyBlock(s, c, wholeAmxTiles) &&
                  s.attention.keyBlock % (2 * kAmxTileRows) == 0 &&
                  c.layer->headDim % kAmxTileRows == 0);
        },
        [](const Schedule &s, const KnobContext &c) {
+         GrownBlock grown = blockBreaking(s, c, wholeAmxTiles);
          return fmt::format("attention_compute = {} computes whole 16 x 16 tiles, 32 keys a "
-                            "step: layer '{}''s query blocks ({} rows) and head ({}) must be "
+                            "step: layer '{}''s query blocks ({} rows{}) and head ({}) must be "
                             "multiples of 16, attention_key_block ({}) a multiple of 32",
-                            attentionComputeName(s), c.layer->name, blockOf(s, c).rows,
-                            c.layer->headDim, s.attention.keyBlock);
+                            attentionComputeName(s), c.layer->name, grown.block.rows,
+                            callsOf(grown, s), c.layer->headDim, s.attention.keyBlock);
        }},
       multipleRule(KnobId::ProjectionCacheRows, KnobId::ProjectionRegisterRows,
                    {KnobId::ProjectionCacheRows, KnobId::ProjectionRegisterRows},
@@ -813,29 +888,33 @@ std::vector<Constraint> cpuConstraints() {
                    {KnobId::HalideQueryBlock, KnobId::HalideScoreRows},
                    "an attention task is whole score tiles"),
       {{KnobId::AttentionScoreTileVectors, KnobId::AttentionQueryBlock,
-        KnobId::AttentionGroupedQueryBlock},
+        KnobId::AttentionGroupedQueryBlock, KnobId::AttentionLongKeys,
+        KnobId::AttentionLongBlockGrowth},
        true,
        [](const Schedule &s, const KnobContext &c) {
-         return blockOf(s, c).vectors(lanesOf(c)) % s.attention.scoreTileVectors == 0;
+         return everyBlock(s, c, wholeScoreChunks(s, c));
        },
        [](const Schedule &s, const KnobContext &c) {
-         AttentionBlock block = blockOf(s, c);
+         GrownBlock grown = blockBreaking(s, c, wholeScoreChunks(s, c));
          return fmt::format("attention_score_tile_vectors ({}) must divide the {} vectors of "
-                            "layer '{}''s query block of {} rows, so that every chunk of "
+                            "layer '{}''s query block of {} rows{}, so that every chunk of "
                             "queries is whole",
-                            s.attention.scoreTileVectors, block.vectors(lanesOf(c)), c.layer->name,
-                            block.rows);
+                            s.attention.scoreTileVectors, grown.block.vectors(lanesOf(c)),
+                            c.layer->name, grown.block.rows, callsOf(grown, s));
        }},
       {{KnobId::AttentionValueTileRows, KnobId::AttentionQueryBlock,
-        KnobId::AttentionGroupedQueryBlock},
+        KnobId::AttentionGroupedQueryBlock, KnobId::AttentionLongKeys,
+        KnobId::AttentionLongBlockGrowth},
        true,
        [](const Schedule &s, const KnobContext &c) {
-         return blockOf(s, c).rows % s.attention.valueTileRows == 0;
+         return everyBlock(s, c, wholeValueTiles(s));
        },
        [](const Schedule &s, const KnobContext &c) {
+         GrownBlock grown = blockBreaking(s, c, wholeValueTiles(s));
          return fmt::format("attention_value_tile_rows ({}) must divide the {} rows of layer "
-                            "'{}''s query block, so that every p.v tile is whole",
-                            s.attention.valueTileRows, blockOf(s, c).rows, c.layer->name);
+                            "'{}''s query block{}, so that every p.v tile is whole",
+                            s.attention.valueTileRows, grown.block.rows, c.layer->name,
+                            callsOf(grown, s));
        }},
       {{KnobId::AttentionValueTileVectors},
        true,
@@ -852,13 +931,29 @@ std::vector<Constraint> cpuConstraints() {
         KnobId::AttentionCompute},
        true,
        [](const Schedule &s, const KnobContext &c) {
-         return scratchBytes(s, c) <= scratchLimit(s, c);
+         return scratchBytes(s, c, /*grown=*/false) <= scratchLimit(s, c);
        },
        [](const Schedule &s, const KnobContext &c) {
          return fmt::format("an attention task of layer '{}' would need {} KiB of scratch on "
                             "its thread's stack, more than {} KiB (lower {} or "
                             "attention_key_block)",
-                            c.layer->name, scratchBytes(s, c) / 1024, scratchLimit(s, c) / 1024,
+                            c.layer->name, scratchBytes(s, c, /*grown=*/false) / 1024,
+                            scratchLimit(s, c) / 1024, blockKnob(c));
+       }},
+      // The grown blocks' own rule, which holds where there are none: a growth of 1 keeps it
+      // whatever the plain blocks break.
+      {{KnobId::AttentionLongBlockGrowth, KnobId::AttentionLongKeys, KnobId::AttentionQueryBlock,
+        KnobId::AttentionGroupedQueryBlock, KnobId::AttentionKeyBlock, KnobId::AttentionCompute},
+       true,
+       [](const Schedule &s, const KnobContext &c) {
+         return scratchBytes(s, c, /*grown=*/true) <= scratchLimit(s, c);
+       },
+       [](const Schedule &s, const KnobContext &c) {
+         return fmt::format("an attention task of layer '{}'{} would need {} KiB of scratch on "
+                            "its thread's stack, more than {} KiB (lower "
+                            "attention_long_block_growth, {} or attention_key_block)",
+                            c.layer->name, callsOf(blocksOf(s, c).back(), s),
+                            scratchBytes(s, c, /*grown=*/true) / 1024, scratchLimit(s, c) / 1024,
                             blockKnob(c));
        }},
   };

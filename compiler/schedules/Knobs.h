@@ -37,6 +37,8 @@ enum class KnobId {
   ProjectionTransposeTile,
   AttentionQueryBlock,
   AttentionGroupedQueryBlock,
+  AttentionLongKeys,
+  AttentionLongBlockGrowth,
   AttentionKeyBlock,
   AttentionScoreTileKeys,
   AttentionScoreTileVectors,

@@ -96,6 +96,10 @@ struct AttentionSchedule {
   /// Query rows of a block (fewer when the sequence is shorter), and of a block whose rows are
   /// the heads of a group (grouped-query layers).
   int64_t queryBlock = 0, groupedQueryBlock = 0;
+  /// Calls with at least this many keys run blocks `longBlockGrowth` times as tall (0: none
+  /// do), so that each key and value row read from L3 serves that many more queries. A layer
+  /// whose keys are known at run time only gets both loop nests and chooses per call.
+  int64_t longKeys = 0, longBlockGrowth = 1;
   /// Keys per block of scores.
   int64_t keyBlock = 0;
   /// The score tile: keys x vectors of the block's queries.

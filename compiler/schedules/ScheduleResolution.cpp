@@ -31,6 +31,8 @@ constexpr KnobId kFitOrder[] = {
     KnobId::AttentionKeyBlock,
     KnobId::AttentionGroupedQueryBlock,
     KnobId::AttentionQueryBlock,
+    KnobId::AttentionLongKeys,
+    KnobId::AttentionLongBlockGrowth,
     KnobId::AttentionScoreTileVectors,
     KnobId::AttentionScoreTileKeys,
     KnobId::AttentionValueTileVectors,
@@ -166,23 +168,35 @@ int64_t panelReductionBlock(const LayerSpec &layer, const CpuTarget &target,
   return std::max<int64_t>(64, budget / featureBytes / 64 * 64);
 }
 
-/// The most a query block grows where a head's keys and values outgrow L2: 144 rows of heads
-/// of 64 with 8192 keys (4 MiB on a 2 MiB L2) ran 1.09x faster than 48, 192 no faster again.
-constexpr int64_t kMaxQueryBlockGrowth = 3;
-
 /// The rows of a CPU layer's query blocks: the default's while a head's keys and values fit in
 /// half of L2, where a task finds them again after the task before it on the same head read
 /// them. Beyond that every block reads them from L3, and the block grows by the times they
-/// exceed half of L2 (at most kMaxQueryBlockGrowth), so that each key and value row read
-/// serves that many more queries.
+/// exceed half of L2 (at most the default attention_long_block_growth), so that each key and
+/// value row read serves that many more queries.
 int64_t keyStreamingQueryBlock(int64_t value, const LayerSpec &layer, const CpuTarget &target,
                                const Schedule &schedule) {
   if (target.cuda || layer.kvSeq == kDynamicSize)
     return value;
   int64_t elementBytes = schedule.attention.compute == AttentionCompute::F32 ? 4 : 2;
   int64_t headBytes = 2 * layer.kvSeq * layer.headDim * elementBytes;
-  int64_t growth = std::clamp<int64_t>(headBytes / (target.l2Bytes / 2), 1, kMaxQueryBlockGrowth);
+  int64_t growth = std::clamp<int64_t>(headBytes / (target.l2Bytes / 2), 1,
+                                       targetDefaults(target).attention.longBlockGrowth);
   return value * growth;
+}
+
+/// The keys from which the calls of a CPU layer whose keys are known at run time only grow
+/// their query blocks (attention_long_keys = 0 in a default file): where a head's keys and
+/// values fill L2, the point from which keyStreamingQueryBlock would grow a static layer's
+/// blocks at least twofold. 0 (never) for layers whose keys are known, whose query blocks that
+/// rule has already sized.
+int64_t keyStreamingLongKeys(const LayerSpec &layer, const CpuTarget &target,
+                             const Schedule &schedule) {
+  if (target.cuda || layer.kvSeq != kDynamicSize)
+    return 0;
+  int64_t elementBytes = schedule.attention.compute == AttentionCompute::F32 ? 4 : 2;
+  int64_t keyBytes = 2 * layer.headDim * elementBytes;
+  return std::min(knob(KnobId::AttentionLongKeys).max,
+                  (target.l2Bytes + keyBytes - 1) / keyBytes);
 }
 
 /// The side of the tensor-core projection's blocks for a layer whose rows (B x S, B x Skv) are
@@ -225,8 +239,9 @@ bool amxPreferred(const LayerSpec &layer, const CpuTarget &target, const Schedul
 /// chunks of about equal width (a head of 5 vectors in chunks of 3 and 2, not 4 and 1); cache
 /// tiles start from at least one register tile, and those of a few rows balance their tasks
 /// (balancedCacheCols, balancedCacheRows); query blocks grow where keys stream from L3
-/// (keyStreamingQueryBlock); bf16 layers on AMX targets take AMX's register tiles and kernels
-/// (amxPreferred); a short call's tensor-core blocks fill the GPU (gridFilledMmaBlock).
+/// (keyStreamingQueryBlock; at run time, from keyStreamingLongKeys keys on); bf16 layers on
+/// AMX targets take AMX's register tiles and kernels (amxPreferred); a short call's
+/// tensor-core blocks fill the GPU (gridFilledMmaBlock).
 int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const CpuTarget &target,
                        const Schedule &schedule) {
   if (id == KnobId::ProjectionCacheCols || id == KnobId::ProjectionCacheRows) {
@@ -243,6 +258,8 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
     return kAmxRegisterTile;
   if (id == KnobId::AttentionQueryBlock || id == KnobId::AttentionGroupedQueryBlock)
     return keyStreamingQueryBlock(value, layer, target, schedule);
+  if (id == KnobId::AttentionLongKeys && value == 0)
+    return keyStreamingLongKeys(layer, target, schedule);
   if (id == KnobId::CudaMmaBlockRows || id == KnobId::CudaMmaBlockCols)
     return gridFilledMmaBlock(value, layer, target);
   if (id == KnobId::ProjectionPanelReductionBlock && value == 0)

@@ -67,7 +67,10 @@ double attentionCycles(const AttentionSchedule &a, const LayerSpec &layer, const
                        const CpuTarget &target, int threads) {
   int64_t lanes = target.lanes();
   int64_t group = layer.heads / layer.kvHeads;
-  AttentionBlock block = attentionBlock(group, sizes.seq, a.queryBlock, a.groupedQueryBlock, lanes);
+  // The blocks of a call with these keys (attention_long_keys).
+  int64_t growth = blockGrowths(sizes.kvSeq, a.longKeys, a.longBlockGrowth).front();
+  AttentionBlock block = attentionBlock(group, sizes.seq, growth * a.queryBlock,
+                                        growth * a.groupedQueryBlock, lanes);
   int64_t blocks = static_cast<int64_t>(ceilDiv(sizes.seq, block.positions));
   int64_t keyBlocks = static_cast<int64_t>(ceilDiv(sizes.kvSeq, a.keyBlock));
   // Work per block: the scores (rows x keys x head) and p.v (rows x keys x head), on whole

@@ -18,6 +18,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <optional>
+
 namespace mhac {
 
 using namespace mlir;
@@ -58,12 +60,21 @@ struct AttentionBlocking {
   bool bf16Products() const { return products != AttentionProducts::F32; }
 };
 
+/// The blocking of calls with many keys, where an op's keys are known at run time only.
+struct LongCallBlocking {
+  /// Calls with at least this many keys take `blocking`.
+  int64_t keys;
+  AttentionBlocking blocking;
+};
+
 /// Builds the loop nest of one mha.attention.
 class AttentionLowering {
 public:
-  AttentionLowering(mha::AttentionOp op, OpBuilder &b, AttentionBlocking blocking)
-      : op_(op), b_(b), loc_(op.getLoc()), blocking_(blocking), headDim_(op.getHeadDim()),
-        f32_(b.getF32Type()), elementType_(op.getQuery().getType().getElementType()),
+  AttentionLowering(mha::AttentionOp op, OpBuilder &b, AttentionBlocking blocking,
+                    std::optional<LongCallBlocking> longCalls = std::nullopt)
+      : op_(op), b_(b), loc_(op.getLoc()), blocking_(blocking), longCalls_(longCalls),
+        headDim_(op.getHeadDim()), f32_(b.getF32Type()),
+        elementType_(op.getQuery().getType().getElementType()),
         laneVector_(VectorType::get({blocking.lanes}, f32_)),
         headVector_(VectorType::get({headDim_}, f32_)) {}
 
@@ -71,6 +82,9 @@ public:
   Value build();
 
 private:
+  /// The parallel loop over the blocks of query rows, with blocking_, writing into out_.
+  void buildBlocks(Value batchSize, Value seq, Value kvSeq, Value kvLens);
+
   /// The offset of vector `v` of the block's queries.
   Value vectorOffset(int64_t v) { return index(v * blocking_.lanes); }
   Value index(int64_t value) { return arith::ConstantIndexOp::create(b_, loc_, value); }
@@ -193,7 +207,9 @@ private:
   mha::AttentionOp op_;
   OpBuilder &b_;
   Location loc_;
+  /// The blocking of the nest being built: the one given, or longCalls_'s.
   AttentionBlocking blocking_;
+  std::optional<LongCallBlocking> longCalls_;
   int64_t headDim_;
   Type f32_, elementType_;
   VectorType laneVector_, headVector_;

@@ -26,6 +26,10 @@
 // The scores are kept transposed, one vector per key over the block's queries, so the softmax's
 // maxima and sums are vertical: no horizontal reduction anywhere.
 //
+// Where the keys are known at run time only and calls with many keys take taller blocks
+// (long-keys), the nest is built twice, each with its blocks, and a test of the call's keys
+// chooses: the output, the call's AMX operands and the masks' limits are shared.
+//
 // The scores are in base 2 (log2 e is folded into the query scale), so the softmax's
 // exponentials are powers of two, computed in registers by exp2 below. Scores are only ever
 // compared with and subtracted from their running maximum, so |s| up to 1e4 cannot overflow.
@@ -81,8 +85,7 @@ Value AttentionLowering::build() {
         b_, loc_, anyLayoutMemRef(cast<RankedTensorType>(lens.getType())), lens,
         /*read_only=*/true);
 
-  int64_t queryBlock = blocking_.queryBlock, keyBlock = blocking_.keyBlock;
-  Value c0 = index(0), c1 = index(1), dh = index(headDim_);
+  Value c1 = index(1);
   Value batchSize = memref::DimOp::create(b_, loc_, query_, 0);
   Value seq = memref::DimOp::create(b_, loc_, query_, 1);
   Value kvSeq = memref::DimOp::create(b_, loc_, key_, 1);
@@ -94,11 +97,37 @@ Value AttentionLowering::build() {
       dynamicSizes.push_back(memref::DimOp::create(b_, loc_, query_, i));
   auto outType = MemRefType::get(queryType.getShape(), elementType_);
   out_ = memref::AllocOp::create(b_, loc_, outType, dynamicSizes, b_.getI64IntegerAttr(64));
-  Value negInf = f32(-std::numeric_limits<double>::infinity());
-  Value zero = f32(0);
   diagonal_ = sub(kvSeq, seq); // key j is visible to query i when j <= i + diagonal
   lastKey_ = sub(kvSeq, c1);
   lastPosition_ = sub(seq, c1);
+  if (blocking_.bf16Products())
+    buildAmxOperands(batchSize, kvSeq, op_.getHeads() / blocking_.heads);
+
+  if (!longCalls_) {
+    buildBlocks(batchSize, seq, kvSeq, kvLens);
+  } else {
+    // The same loops twice, each with its blocks, and the call's keys choose.
+    auto isLong = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sge, kvSeq,
+                                        index(longCalls_->keys));
+    auto ifOp = scf::IfOp::create(b_, loc_, isLong, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b_);
+    AttentionBlocking blocking = blocking_;
+    b_.setInsertionPointToStart(ifOp.thenBlock());
+    blocking_ = longCalls_->blocking;
+    buildBlocks(batchSize, seq, kvSeq, kvLens);
+    b_.setInsertionPointToStart(ifOp.elseBlock());
+    blocking_ = blocking;
+    buildBlocks(batchSize, seq, kvSeq, kvLens);
+  }
+  return bufferization::ToTensorOp::create(b_, loc_, queryType, out_, /*restrict=*/true,
+                                           /*writable=*/true);
+}
+
+void AttentionLowering::buildBlocks(Value batchSize, Value seq, Value kvSeq, Value kvLens) {
+  int64_t queryBlock = blocking_.queryBlock, keyBlock = blocking_.keyBlock;
+  Value c0 = index(0), c1 = index(1), dh = index(headDim_);
+  Value negInf = f32(-std::numeric_limits<double>::infinity());
+  Value zero = f32(0);
   Value positions = index(blocking_.positions);
   Value queryBlocks = arith::CeilDivSIOp::create(b_, loc_, seq, positions);
 
@@ -106,8 +135,6 @@ Value AttentionLowering::build() {
   // positions): independent, and each with its own scratch, so the runtime's threads can share
   // them out.
   int64_t groups = op_.getHeads() / blocking_.heads;
-  if (blocking_.bf16Products())
-    buildAmxOperands(batchSize, kvSeq, groups);
   auto parallel = scf::ParallelOp::create(b_, loc_, ValueRange{c0, c0, c0},
                                           ValueRange{batchSize, index(groups), queryBlocks},
                                           ValueRange{c1, c1, c1});
@@ -210,10 +237,6 @@ Value AttentionLowering::build() {
   if (blocking_.bf16Products())
     transposeAccumulators();
   buildOutput(rows, ValueRange(state).drop_front(blockVectors));
-
-  b_.setInsertionPointAfter(parallel);
-  return bufferization::ToTensorOp::create(b_, loc_, queryType, out_, /*restrict=*/true,
-                                           /*writable=*/true);
 }
 
 namespace {
@@ -233,9 +256,10 @@ struct ConvertMhaAttentionToLoopsPass
   /// values up to them that make whole tiles of its block (mhac's schedule validator has
   /// already made them exact for the layer it compiles; mhac-opt may run one set of options
   /// over functions with different blocks).
-  AttentionBlocking blockingOf(mha::AttentionOp op) {
+  AttentionBlocking blockingOf(mha::AttentionOp op, int64_t growth) {
     AttentionBlock block = attentionBlock(op.getGroupSize(), op.getQuery().getType().getDimSize(1),
-                                          queryBlock, groupedQueryBlock, vectorLanes);
+                                          growth * queryBlock, growth * groupedQueryBlock,
+                                          vectorLanes);
     auto largestDivisor = [](int64_t extent, int64_t bound) {
       int64_t divisor = std::min(extent, bound);
       while (extent % divisor != 0)
@@ -268,26 +292,37 @@ struct ConvertMhaAttentionToLoopsPass
     if (queryBlock < 1 || groupedQueryBlock < 1 || keyBlock < 1 || vectorLanes < 1 ||
         queryBlock % vectorLanes != 0 || groupedQueryBlock % vectorLanes != 0 ||
         scoreTileKeys < 1 || scoreTileVectors < 1 || valueTileRows < 1 || valueTileVectors < 1 ||
-        keyPrefetchDistance < 0) {
+        keyPrefetchDistance < 0 || longKeys < 0 || longBlockGrowth < 1) {
       getOperation().emitError("query-block and grouped-query-block must be positive multiples "
-                               "of vector-lanes; key-block, vector-lanes and the tiles' rows, "
-                               "keys and vectors positive; key-prefetch-distance not negative");
+                               "of vector-lanes; key-block, vector-lanes, long-block-growth and "
+                               "the tiles' rows, keys and vectors positive; long-keys and "
+                               "key-prefetch-distance not negative");
       return signalPassFailure();
     }
     SmallVector<mha::AttentionOp> ops;
     getOperation().walk([&](mha::AttentionOp op) { ops.push_back(op); });
     for (mha::AttentionOp op : ops) {
-      AttentionBlocking blocking = blockingOf(op);
-      if (blocking.bf16Products() &&
-          (vectorLanes != kAmxTileRows || blocking.queryBlock % kAmxTileRows != 0 ||
-           blocking.keyBlock % (2 * kAmxTileRows) != 0 || op.getHeadDim() % kAmxTileRows != 0)) {
-        op.emitError("attention's bf16 products need 16 vector lanes, query blocks of whole "
-                     "16-row tiles, key blocks of whole steps of 32 keys and heads of whole "
-                     "16-row tiles");
-        return signalPassFailure();
+      SmallVector<AttentionBlocking, 2> blockings;
+      for (int64_t growth : blockGrowths(op.getKey().getType().getDimSize(1), longKeys,
+                                         longBlockGrowth))
+        blockings.push_back(blockingOf(op, growth));
+      for (const AttentionBlocking &blocking : blockings) {
+        if (blocking.bf16Products() &&
+            (vectorLanes != kAmxTileRows || blocking.queryBlock % kAmxTileRows != 0 ||
+             blocking.keyBlock % (2 * kAmxTileRows) != 0 ||
+             op.getHeadDim() % kAmxTileRows != 0)) {
+          op.emitError("attention's bf16 products need 16 vector lanes, query blocks of whole "
+                       "16-row tiles, key blocks of whole steps of 32 keys and heads of whole "
+                       "16-row tiles");
+          return signalPassFailure();
+        }
       }
+      // A short static sequence fills no taller block than it already does.
+      std::optional<LongCallBlocking> longCalls;
+      if (blockings.size() == 2 && blockings[1].queryBlock > blockings[0].queryBlock)
+        longCalls = LongCallBlocking{longKeys, blockings[1]};
       OpBuilder builder(op);
-      Value result = AttentionLowering(op, builder, blocking).build();
+      Value result = AttentionLowering(op, builder, blockings[0], longCalls).build();
       op.getResult().replaceAllUsesWith(result);
       op.erase();
     }

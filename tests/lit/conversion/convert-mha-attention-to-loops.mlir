@@ -6,7 +6,7 @@
 // RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{score-tile-keys=0}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
 // RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{value-tile-vectors=0}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
 // RUN: not mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{key-prefetch-distance=-1}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
-// BAD-OPTION: error: query-block and grouped-query-block must be positive multiples of vector-lanes; key-block, vector-lanes and the tiles' rows, keys and vectors positive; key-prefetch-distance not negative
+// BAD-OPTION: error: query-block and grouped-query-block must be positive multiples of vector-lanes; key-block, vector-lanes, long-block-growth and the tiles' rows, keys and vectors positive; long-keys and key-prefetch-distance not negative
 
 // One parallel iteration per (batch, head, query block), each with its own scratch: the block's
 // queries transposed (head_dim x query-block), one block of scores kept transposed (key-block x

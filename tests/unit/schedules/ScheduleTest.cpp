@@ -168,6 +168,34 @@ TEST(Resolution, GrowsQueryBlocksWhereKeysOutgrowL2) {
   EXPECT_EQ(blocks(4, kDynamicSize), (Blocks{48, 64}));
 }
 
+/// A layer whose keys are known at run time only keeps the default blocks and grows them 3x for
+/// calls from the keys whose head (S x Dh x 4 bytes, twice) fills the 1 MiB L2: 2048 keys of
+/// heads of 64, 1024 of heads of 128; those of static layers were sized at compile time. The
+/// grown blocks obey the blocks' rules too: grouped blocks of 512 rows and 256 keys would grow
+/// to 1536 rows, whose scratch (2.3 MiB) is past the limit, so they grow 2x.
+TEST(Resolution, GrowsTheBlocksOfLongCallsAtRunTime) {
+  CpuTarget target = makeTarget(512);
+  auto attention = [&](int64_t headDim, int64_t seq, const std::string &knobs) {
+    std::string errors;
+    std::optional<ScheduleFile> file = read("format = 1\nlayer layer {\n" + knobs + "}\n",
+                                            target, errors);
+    EXPECT_TRUE(file) << errors;
+    LayerSpec layer = makeLayer(12 * headDim, 12, headDim, 4, seq);
+    return resolveSchedule(layer, target, file->find("layer"), nullptr).schedule->attention;
+  };
+  AttentionSchedule heads64 = attention(64, kDynamicSize, "");
+  EXPECT_EQ(heads64.longKeys, 2048);
+  EXPECT_EQ(heads64.longBlockGrowth, 3);
+  EXPECT_EQ(heads64.groupedQueryBlock, 64);
+  EXPECT_EQ(attention(128, kDynamicSize, "").longKeys, 1024);
+  EXPECT_EQ(attention(64, 8192, "").longKeys, 0);
+  AttentionSchedule tall = attention(64, kDynamicSize,
+                                     "  attention_grouped_query_block = 512\n"
+                                     "  attention_key_block = 256\n");
+  EXPECT_EQ(tall.longKeys, 2048);
+  EXPECT_EQ(tall.longBlockGrowth, 2);
+}
+
 /// A layer whose rows are one cache tile and whose narrowest projection has few panels splits
 /// its rows for tasks that share out evenly. Weights within L2 (1 MiB here): as many whole
 /// register tiles as make a multiple of 8 tasks with the panels, of at least 4 register tiles
