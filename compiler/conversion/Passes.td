@@ -131,7 +131,9 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
     16-row tiles. With `emulate-amx`, the same tiles are written in vector operations
     (vdpbf16ps) for CPUs without AMX (tests). With `dot` instead of `amx`, the same bf16
     operands are multiplied by AVX512-BF16's vdpbf16ps in register tiles (up to 8 rows x 4
-    vectors of accumulators, one pair broadcast per row and step).
+    vectors of accumulators, one pair broadcast per row and step), which unlike AMX's tiles
+    stop at a key block's valid keys: a short last block skips its score tiles past them and
+    ends its p.v reduction at their last pair.
   }];
   let options = [
     Option<"queryBlock", "query-block", "int64_t", /*default=*/"48",

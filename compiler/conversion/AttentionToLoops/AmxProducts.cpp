@@ -34,13 +34,15 @@ constexpr int64_t kBandTiles = 2;
 constexpr int64_t kValueRowPadding = 32;
 
 /// The tile products c += a . b over `pairs`, for c's `rowTiles` x `columnTiles` result tiles:
-/// on AMX (or in vectors) in bands of kBandTiles x kBandTiles, or in vdpbf16ps register tiles.
+/// on AMX (or in vectors) in bands of kBandTiles x kBandTiles, whole; or in vdpbf16ps register
+/// tiles, only as far as `inUse` (the keys of a block's valid columns: a short last key block
+/// costs what its keys do, not a whole block's).
 void accumulateInBands(OpBuilder &b, Location loc, const TileOperands &operands, int64_t rowTiles,
                        int64_t columnTiles, int64_t pairs, TileStart start,
-                       AttentionProducts products) {
+                       AttentionProducts products, PairsInUse inUse) {
   if (products == AttentionProducts::Dot) {
     accumulatePairsInRegisters(b, loc, operands, rowTiles * kAmxTileRows,
-                               columnTiles * kAmxTileColumns, pairs, start);
+                               columnTiles * kAmxTileColumns, pairs, start, inUse);
     return;
   }
   bool vectors = products == AttentionProducts::AmxInVectors;
@@ -168,6 +170,9 @@ Value AttentionLowering::buildProbabilityPairs(int64_t v, Value cols, Value shif
     storeVector(interleaveRounded(b_, loc_, halves[0], halves[1]), probabilityPairs_, {k, column});
     return SmallVector<Value>{sum};
   })[0];
+  // vdpbf16ps register tiles read only the pairs in use; AMX's whole tiles read them all.
+  if (blocking_.products == AttentionProducts::Dot)
+    return sum;
   auto pairRow = VectorType::get({2 * blocking_.lanes}, b_.getBF16Type());
   Value zeroPairs = arith::ConstantOp::create(b_, loc_, pairRow, b_.getZeroAttr(pairRow));
   forLoop(usedPairs, index(blocking_.keyBlock / 2), c1, [&](Value k) {
@@ -190,13 +195,13 @@ static Value window(OpBuilder &b, Location loc, Value buffer, Value batch, Value
                                    strides);
 }
 
-void AttentionLowering::buildAmxScores(Value j0) {
+void AttentionLowering::buildAmxScores(Value j0, Value cols) {
   int64_t paddedHead = amxPaddedHead(headDim_), keyBlock = blocking_.keyBlock;
   Value keys =
       window(b_, loc_, keysBf16_, batch_, group_, j0, keyBlock, b_.getIndexAttr(0), paddedHead);
   accumulateInBands(b_, loc_, TileOperands{keys, queryPairs_, scores_}, keyBlock / kAmxTileRows,
                     blocking_.queryBlock / kAmxTileColumns, paddedHead / 2, TileStart::Zero,
-                    blocking_.products);
+                    blocking_.products, PairsInUse{cols, Value()});
 }
 
 void AttentionLowering::maskScores(Value j0, Value cols) {
@@ -216,7 +221,7 @@ void AttentionLowering::maskScores(Value j0, Value cols) {
   });
 }
 
-void AttentionLowering::buildAmxValueUpdate(Value j0) {
+void AttentionLowering::buildAmxValueUpdate(Value j0, Value cols) {
   int64_t vectors = blocking_.queryBlock / blocking_.lanes, keyBlock = blocking_.keyBlock;
   // accT *= alpha, a vector of the block's queries per row of the head.
   SmallVector<Value> alpha;
@@ -231,7 +236,8 @@ void AttentionLowering::buildAmxValueUpdate(Value j0) {
   Value values = window(b_, loc_, valuesT_, batch_, group_, index(0), headDim_, j0, keyBlock);
   accumulateInBands(b_, loc_, TileOperands{values, probabilityPairs_, accT_},
                     headDim_ / kAmxTileRows, blocking_.queryBlock / kAmxTileColumns, keyBlock / 2,
-                    TileStart::Load, blocking_.products);
+                    TileStart::Load, blocking_.products,
+                    PairsInUse{Value(), arith::CeilDivSIOp::create(b_, loc_, cols, index(2))});
 }
 
 void AttentionLowering::transposeAccumulators() {

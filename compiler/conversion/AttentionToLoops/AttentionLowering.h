@@ -191,16 +191,18 @@ private:
   /// AMX's VNNI layout (pairs of rows interleaved).
   void packPairRows(Value src, Value dst, int64_t pairs);
   /// The softmax's probabilities of vector `v` of the block's queries, 2^(sT[j] - shift) for
-  /// j < cols and 0 past them (the whole key block), rounded into probabilityPairs_; returns
-  /// their sum.
+  /// j < cols and 0 past them (to the end of the key block for AMX's whole tiles), rounded
+  /// into probabilityPairs_; returns their sum.
   Value buildProbabilityPairs(int64_t v, Value cols, Value shift);
-  /// sT = the block's keys . qT, on tiles: keys from j0 on, KB of them (past `cols`, scores
-  /// that the softmax does not read).
-  void buildAmxScores(Value j0);
+  /// sT = the block's keys . qT, on tiles: keys from j0 on, KB of them on AMX, the tiles that
+  /// hold the `cols` valid ones in vdpbf16ps (past `cols`, scores that the softmax does not
+  /// read).
+  void buildAmxScores(Value j0, Value cols);
   /// sT[j] = -inf in the lanes of queries that cannot see key j0 + j, for j < cols.
   void maskScores(Value j0, Value cols);
-  /// accT = alpha * accT + v^T . pT: on tiles, from probabilityPairs_.
-  void buildAmxValueUpdate(Value j0);
+  /// accT = alpha * accT + v^T . pT: on tiles, from probabilityPairs_ (on AMX the whole key
+  /// block, in vdpbf16ps the pairs that hold the `cols` valid keys).
+  void buildAmxValueUpdate(Value j0, Value cols);
   /// acc = accT^T (for buildOutput).
   void transposeAccumulators();
 

@@ -226,11 +226,11 @@ void AttentionLowering::buildBlocks(Value batchSize, Value seq, Value kvSeq, Val
           buildValueUpdate(j0, cols, rowsInUse);
           return next;
         }
-        buildAmxScores(j0);
+        buildAmxScores(j0, cols);
         if (crossesDiagonal)
           ifThen(crossesDiagonal, [&] { maskScores(j0, cols); });
         SmallVector<Value> next = buildSoftmax(cols, oldMax, oldSum);
-        buildAmxValueUpdate(j0);
+        buildAmxValueUpdate(j0, cols);
         return next;
       });
 

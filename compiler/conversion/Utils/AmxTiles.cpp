@@ -132,7 +132,8 @@ void accumulateTiles(OpBuilder &b, Location loc, const TileOperands &operands,
 }
 
 void accumulatePairsInRegisters(OpBuilder &b, Location loc, const TileOperands &operands,
-                                int64_t rows, int64_t columns, int64_t pairs, TileStart start) {
+                                int64_t rows, int64_t columns, int64_t pairs, TileStart start,
+                                PairsInUse inUse) {
   constexpr int64_t kLanes = kAmxTileColumns, kMaxVectors = 4, kMaxRows = 8, kRegisters = 32;
   auto index = [&](OpBuilder &at, int64_t value) {
     return arith::ConstantIndexOp::create(at, loc, value);
@@ -149,6 +150,13 @@ void accumulatePairsInRegisters(OpBuilder &b, Location loc, const TileOperands &
     int64_t tileRows = std::min(kMaxRows, (kRegisters - chunk - 1) / chunk);
     for (int64_t r0 = 0; r0 < rows; r0 += tileRows) {
       int64_t height = std::min(tileRows, rows - r0);
+      OpBuilder::InsertionGuard guard(b);
+      if (inUse.rows) {
+        Value inLimit = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index(b, r0),
+                                              inUse.rows);
+        auto ifInUse = scf::IfOp::create(b, loc, inLimit, /*withElseRegion=*/false);
+        b.setInsertionPointToStart(ifInUse.thenBlock());
+      }
       SmallVector<Value> init;
       for (int64_t r = 0; r < height; ++r)
         for (int64_t v = 0; v < chunk; ++v)
@@ -160,7 +168,7 @@ void accumulatePairsInRegisters(OpBuilder &b, Location loc, const TileOperands &
                         ValueRange{index(b, r0 + r), index(b, (v0 + v) * kLanes)})
                         .getResult());
       auto loop = scf::ForOp::create(
-          b, loc, index(b, 0), index(b, pairs), index(b, 1), init,
+          b, loc, index(b, 0), inUse.pairs ? inUse.pairs : index(b, pairs), index(b, 1), init,
           [&](OpBuilder &at, Location, Value pair, ValueRange sums) {
             Value column = arith::MulIOp::create(at, loc, pair, index(at, 2));
             SmallVector<Value> bRows;

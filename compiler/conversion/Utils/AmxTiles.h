@@ -53,13 +53,22 @@ void accumulateTiles(mlir::OpBuilder &b, mlir::Location loc, const TileOperands 
                      llvm::ArrayRef<TileRows> rows, llvm::ArrayRef<int64_t> columns, int64_t pairs,
                      TileStart start, bool vectors);
 
+/// How much of a register-tile product is in use, where it is known at run time only: the
+/// rows of c from `rows` on and the pairs from `pairs` on are left out (null: none). A row
+/// limit leaves out whole register tiles (their rows past it hold products of a's rows there);
+/// a pair limit ends the reduction.
+struct PairsInUse {
+  mlir::Value rows, pairs;
+};
+
 /// The same products c += a . b over `pairs` for c's `rows` x `columns` (multiples of 16),
 /// on AVX512-BF16's vdpbf16ps in register tiles: up to 8 rows x up to 4 vectors of 16 f32
 /// accumulators at a time, each step of one pair loading a vector of b per 16 columns
-/// (16 pairs of b) and broadcasting one pair of a per row.
+/// (16 pairs of b) and broadcasting one pair of a per row. Unlike AMX's tiles, these need no
+/// whole operands: `inUse` bounds the work by what is valid.
 void accumulatePairsInRegisters(mlir::OpBuilder &b, mlir::Location loc,
                                 const TileOperands &operands, int64_t rows, int64_t columns,
-                                int64_t pairs, TileStart start);
+                                int64_t pairs, TileStart start, PairsInUse inUse = {});
 
 } // namespace mhac
 

@@ -1,0 +1,36 @@
+// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=16 grouped-query-block=16 key-block=32 dot=true}))" | FileCheck %s
+// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-attention-to-loops{query-block=16 grouped-query-block=16 key-block=32 amx=true emulate-amx=true}))" | FileCheck %s --check-prefix=AMX
+
+// vdpbf16ps register tiles cost what a block's valid keys do: 40 keys in blocks of 32 leave
+// 8 in the last one, whose score tiles (8 keys each) past them are skipped and whose p.v
+// reduction ends at their last pair. AMX's tiles stay whole: the probabilities past the
+// valid keys are zero-filled for them instead.
+// CHECK-LABEL: func.func @short_last_block
+// CHECK:         scf.for %[[J0:.*]] = %c0 to %c40 step %c32
+// CHECK:           %[[LEFT:.*]] = arith.subi %c40, %[[J0]]
+// CHECK:           %[[COLS:.*]] = arith.minsi %[[LEFT]], %c32
+// CHECK:           %[[TILE0:.*]] = arith.cmpi sgt, %[[COLS]], %c0
+// CHECK:           scf.if %[[TILE0]] {
+// CHECK:             scf.for %{{.*}} = %c0 to %c16 step %c1
+// CHECK-COUNT-8:       x86vector.avx512.dot
+// CHECK:           %[[TILE1:.*]] = arith.cmpi sgt, %[[COLS]], %c8
+// CHECK:           scf.if %[[TILE1]] {
+// CHECK:           arith.cmpi sgt, %[[COLS]], %c16
+// CHECK:           arith.cmpi sgt, %[[COLS]], %c24
+// CHECK:           %[[PAIRS:.*]] = arith.ceildivsi %[[COLS]], %c2
+// CHECK:           scf.for %{{.*}} = %c0 to %[[PAIRS]] step %c1 iter_args
+// CHECK-NOT:       vector.store %cst{{.*}} : memref<16x32xbf16>, vector<32xbf16>
+// CHECK:           %[[VALUE_PAIRS:.*]] = arith.ceildivsi %[[COLS]], %c2
+// CHECK:           scf.for %{{.*}} = %c0 to %[[VALUE_PAIRS]] step %c1 iter_args
+// CHECK-COUNT-8:     x86vector.avx512.dot
+// CHECK:         return
+// AMX-LABEL:   func.func @short_last_block
+// AMX-NOT:       scf.if
+// AMX:           %[[PAIRS:.*]] = arith.ceildivsi %{{.*}}, %c2
+// AMX:           scf.for %[[K:.*]] = %[[PAIRS]] to %c16 step %c1
+// AMX-NEXT:        vector.store %{{.*}}, %{{.*}}[%[[K]], %c0] : memref<16x32xbf16>, vector<32xbf16>
+// AMX:         return
+func.func @short_last_block(%q: tensor<1x40x64xbf16>, %k: tensor<1x40x64xbf16>, %v: tensor<1x40x64xbf16>) -> tensor<1x40x64xbf16> {
+  %a = mha.attention %q, %k, %v heads(2) kv_heads(2) head_dim(32) scale(0.125) : (tensor<1x40x64xbf16>, tensor<1x40x64xbf16>, tensor<1x40x64xbf16>) -> tensor<1x40x64xbf16>
+  return %a : tensor<1x40x64xbf16>
+}
