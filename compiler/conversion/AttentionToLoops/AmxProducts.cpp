@@ -150,13 +150,17 @@ Value AttentionLowering::buildProbabilityPairs(int64_t v, Value cols, Value shif
   // The pairs that hold a valid key; past them, zeros to the end of the block (a block's
   // last pairs are only in use in its last key block: not worth an exponential each).
   Value usedPairs = arith::CeilDivSIOp::create(b_, loc_, cols, c2);
+  // scale * s - scale * shift in one fma: the product's rounding is that of f32 scores.
+  Value scale = splat(laneVector_, f32(scoreScale()));
+  Value scaledShift =
+      arith::NegFOp::create(b_, loc_, arith::MulFOp::create(b_, loc_, shift, scale));
   Value sum = forLoop(c0, usedPairs, c1, {zeros_}, [&](Value k, ValueRange partial) {
     SmallVector<Value> halves;
     Value sum = partial[0];
     for (int64_t h = 0; h < 2; ++h) {
       Value row = add(mul(k, c2), index(h));
-      Value p = exp2(arith::SubFOp::create(
-                         b_, loc_, loadVector(laneVector_, scores_, {row, vectorOffset(v)}), shift),
+      Value p = exp2(fma(loadVector(laneVector_, scores_, {row, vectorOffset(v)}), scale,
+                         scaledShift),
                      /*forBf16=*/true);
       // The odd row past cols holds what an earlier block left (any bits, NaN included):
       // selected away, not multiplied by zero.

@@ -82,6 +82,14 @@ public:
   Value build();
 
 private:
+  /// scale * log2(e): the factor that makes scores base-2 exponents. The f32 products fold
+  /// it into the transposed queries; bf16 products multiply unscaled queries, exact in bf16,
+  /// and the softmax applies it in f32 (a query scaled, then rounded to bf16, would carry
+  /// bf16's relative error of 2^-9 into the whole score: about 4 units of a score of 2000).
+  double scoreScale();
+  /// Whether the scores still lack scoreScale() when the softmax reads them.
+  bool unscaledScores() const { return blocking_.bf16Products(); }
+
   /// The parallel loop over the blocks of query rows, with blocking_, writing into out_.
   void buildBlocks(Value batchSize, Value seq, Value kvSeq, Value kvLens);
 
@@ -152,7 +160,8 @@ private:
   /// the exponent bits. x is clamped to -127, whose exponent field 0 makes the result exactly 0.
   /// `forBf16`: a result about to be rounded to bf16, in nine instructions (degree 3, 7.5e-5).
   Value exp2(Value x, bool forBf16 = false);
-  /// qT = scale * log2(e) * the block's query rows, transposed; zero in the columns of rows
+  /// qT = scoreScale() * the block's query rows (the rows alone where unscaledScores()),
+  /// transposed; zero in the columns of rows
   /// past the sequence's end (`rows` positions are valid) and of padding rows.
   void buildQueryTranspose(Value rows);
   /// Emits body(r, position, column of the row's head) for every valid row of the block.
@@ -190,8 +199,8 @@ private:
   /// dst[k][2c + h] = bf16(src[2k + h][c]) for the pairs k < `pairs`: rows of f32 vectors in
   /// AMX's VNNI layout (pairs of rows interleaved).
   void packPairRows(Value src, Value dst, int64_t pairs);
-  /// The softmax's probabilities of vector `v` of the block's queries, 2^(sT[j] - shift) for
-  /// j < cols and 0 past them (to the end of the key block for AMX's whole tiles), rounded
+  /// The softmax's probabilities of vector `v` of the block's queries, of unscaled scores:
+  /// 2^(scoreScale() * (sT[j] - shift)) for j < cols and 0 past them (to the end of the key block for AMX's whole tiles), rounded
   /// into probabilityPairs_; returns their sum.
   Value buildProbabilityPairs(int64_t v, Value cols, Value shift);
   /// sT = the block's keys . qT, on tiles: keys from j0 on, KB of them on AMX, the tiles that

@@ -31,7 +31,9 @@
 // chooses: the output, the call's AMX operands and the masks' limits are shared.
 //
 // The scores are in base 2 (log2 e is folded into the query scale), so the softmax's
-// exponentials are powers of two, computed in registers by exp2 below. Scores are only ever
+// exponentials are powers of two, computed in registers by exp2 below. bf16 products leave
+// the queries unscaled and scale the scores in the softmax instead (scoreScale): a scaled
+// query rounded to bf16 would err by 2^-9 of the whole scaled score. Scores are only ever
 // compared with and subtracted from their running maximum, so |s| up to 1e4 cannot overflow.
 // While a row has seen no valid key its maximum is -inf; it is replaced by 0 where it is
 // subtracted, so p and alpha are 2^-inf = 0 instead of NaN, l stays 0, and the row writes 0.

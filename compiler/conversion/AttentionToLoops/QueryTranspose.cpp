@@ -10,8 +10,11 @@
 
 namespace mhac {
 
-/// Scores are in base 2: log2(e) is folded into the query scale.
 static constexpr double kLog2E = 1.4426950408889634;
+
+double AttentionLowering::scoreScale() {
+  return op_.getScaleAttr().getValueAsDouble() * kLog2E;
+}
 
 void AttentionLowering::forEachRow(Value rows, function_ref<void(Value, Value, Value)> body) {
   Value c0 = index(0), c1 = index(1);
@@ -24,7 +27,8 @@ void AttentionLowering::forEachRow(Value rows, function_ref<void(Value, Value, V
 
 void AttentionLowering::buildQueryTranspose(Value rows) {
   Value c0 = index(0), c1 = index(1), dh = index(headDim_);
-  Value scale = f32(op_.getScaleAttr().getValueAsDouble() * kLog2E);
+  Value scale = f32(scoreScale());
+  bool scaled = !unscaledScores();
   int64_t lanes = blocking_.lanes;
   if (!blocking_.transposeInTiles) {
     // Element by element, zero in the columns of rows past the end and of padding rows; then
@@ -41,6 +45,8 @@ void AttentionLowering::buildQueryTranspose(Value rows) {
                                 queryT_, ValueRange{d, r});
       });
     });
+    if (!scaled)
+      return;
     Value scales = splat(laneVector_, scale);
     forLoop(c0, dh, c1, [&](Value d) {
       for (int64_t r = 0; r < blocking_.queryBlock; r += lanes) {
@@ -86,7 +92,8 @@ void AttentionLowering::buildQueryTranspose(Value rows) {
         vector = arith::SelectOp::create(b_, loc_, valid[i], vector, zeroRow);
         tile = vector::InsertOp::create(b_, loc_, vector, tile, i);
       }
-      tile = arith::MulFOp::create(b_, loc_, tile, splat(tileType, scale));
+      if (scaled)
+        tile = arith::MulFOp::create(b_, loc_, tile, splat(tileType, scale));
       Value transposed = vector::TransposeOp::create(b_, loc_, tile, ArrayRef<int64_t>{1, 0});
       vector::TransferWriteOp::create(b_, loc_, transposed, queryT_, ValueRange{d, r},
                                       ArrayRef<bool>{true, true});

@@ -60,7 +60,10 @@ SmallVector<Value> AttentionLowering::buildSoftmax(Value cols, ValueRange oldMax
   for (int64_t v = 0; v < blockVectors; ++v) {
     Value isEmpty = arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OEQ, newMax[v], negInfs_);
     shift.push_back(arith::SelectOp::create(b_, loc_, isEmpty, zeros_, newMax[v]));
-    alpha.push_back(exp2(arith::SubFOp::create(b_, loc_, oldMax[v], shift[v])));
+    Value exponent = arith::SubFOp::create(b_, loc_, oldMax[v], shift[v]);
+    if (unscaledScores())
+      exponent = arith::MulFOp::create(b_, loc_, exponent, splat(laneVector_, f32(scoreScale())));
+    alpha.push_back(exp2(exponent));
     storeVector(alpha[v], alpha_, {vectorOffset(v)});
   }
 

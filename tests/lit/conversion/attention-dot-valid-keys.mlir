@@ -5,7 +5,12 @@
 // 8 in the last one, whose score tiles (8 keys each) past them are skipped and whose p.v
 // reduction ends at their last pair. AMX's tiles stay whole: the probabilities past the
 // valid keys are zero-filled for them instead.
+// The queries are transposed unscaled (exact in bf16); the softmax applies scale * log2(e)
+// = 0.125 * 1.4427 in f32: to the rescale factors' exponents and, in one fma with the
+// scaled maximum, to the probabilities'.
 // CHECK-LABEL: func.func @short_last_block
+// CHECK:         %[[SCALE:.*]] = arith.constant dense<0.180336878> : vector<16xf32>
+// CHECK-NOT:     arith.mulf {{.*}} : vector<16x16xf32>
 // CHECK:         scf.for %[[J0:.*]] = %c0 to %c40 step %c32
 // CHECK:           %[[LEFT:.*]] = arith.subi %c40, %[[J0]]
 // CHECK:           %[[COLS:.*]] = arith.minsi %[[LEFT]], %c32
@@ -17,8 +22,12 @@
 // CHECK:           scf.if %[[TILE1]] {
 // CHECK:           arith.cmpi sgt, %[[COLS]], %c16
 // CHECK:           arith.cmpi sgt, %[[COLS]], %c24
+// CHECK:           arith.mulf %{{.*}}, %[[SCALE]] : vector<16xf32>
 // CHECK:           %[[PAIRS:.*]] = arith.ceildivsi %[[COLS]], %c2
+// CHECK:           %[[SCALED_MAX:.*]] = arith.mulf %{{.*}}, %[[SCALE]] : vector<16xf32>
+// CHECK:           %[[SHIFT:.*]] = arith.negf %[[SCALED_MAX]]
 // CHECK:           scf.for %{{.*}} = %c0 to %[[PAIRS]] step %c1 iter_args
+// CHECK:             vector.fma %{{.*}}, %[[SCALE]], %[[SHIFT]] : vector<16xf32>
 // CHECK-NOT:       vector.store %cst{{.*}} : memref<16x32xbf16>, vector<32xbf16>
 // CHECK:           %[[VALUE_PAIRS:.*]] = arith.ceildivsi %[[COLS]], %c2
 // CHECK:           scf.for %{{.*}} = %c0 to %[[VALUE_PAIRS]] step %c1 iter_args
