@@ -240,8 +240,9 @@ bool amxPreferred(const LayerSpec &layer, const CpuTarget &target, const Schedul
 /// tiles start from at least one register tile, and those of a few rows balance their tasks
 /// (balancedCacheCols, balancedCacheRows); query blocks grow where keys stream from L3
 /// (keyStreamingQueryBlock; at run time, from keyStreamingLongKeys keys on); bf16 layers on
-/// AMX targets take AMX's register tiles and kernels (amxPreferred); a short call's
-/// tensor-core blocks fill the GPU (gridFilledMmaBlock).
+/// AMX targets take AMX's register tiles and kernels (amxPreferred), their attention bf16
+/// products only where the layer's scale is at most 1; a short call's tensor-core blocks fill
+/// the GPU (gridFilledMmaBlock).
 int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const CpuTarget &target,
                        const Schedule &schedule) {
   if (id == KnobId::ProjectionCacheCols || id == KnobId::ProjectionCacheRows) {
@@ -264,6 +265,12 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
     return gridFilledMmaBlock(value, layer, target);
   if (id == KnobId::ProjectionPanelReductionBlock && value == 0)
     return panelReductionBlock(layer, target, schedule);
+  // bf16 products round the queries and keys to bf16 (2^-9 relative error each), so a score
+  // errs by about scale * |q| |k| * 2^-8 in the softmax's exponent: past a scale of 1 (the
+  // largest in use, T5's; 1/sqrt(head_dim) elsewhere) it is magnified beyond what a bf16
+  // layer's probabilities tolerate, and attention keeps its f32 products unless asked.
+  if (id == KnobId::AttentionCompute && layer.scale > 1)
+    return static_cast<int64_t>(AttentionCompute::F32);
   // AMX's tiles where the CPU has them and the layer's widths fit; else the pair dot products
   // where they are the faster arithmetic and the layer's widths pair up; elsewhere the f32
   // kernels (fitting down the choices would reach bf16 storage, the slow path).
