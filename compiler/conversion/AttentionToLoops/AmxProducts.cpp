@@ -96,27 +96,34 @@ void AttentionLowering::buildAmxOperands(Value batchSize, Value kvSeq, int64_t g
   auto f32Tile = VectorType::get({lanes, lanes}, f32_);
   auto bf16Row = VectorType::get({lanes}, bf16);
   Value padding = arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(elementType_));
-  auto readTile = [&](Value memref, Value d) {
+  // `whole`: the tile's rows are all keys, read as they are; else each row is checked (and
+  // read as zero past the last key), which is a branch per row.
+  auto readTile = [&](Value memref, Value d, bool whole) {
     Value tile = vector::TransferReadOp::create(
         b_, loc_, tileType, memref, ValueRange{batch, key, add(column, d)},
         AffineMapAttr::get(rowsAndColumns), padding, /*mask=*/Value(),
-        b_.getBoolArrayAttr({false, true}));
+        b_.getBoolArrayAttr({whole, true}));
     return elementType_ == f32_ ? tile : arith::ExtFOp::create(b_, loc_, f32Tile, tile);
   };
   auto round = [&](Value row) {
     return x86vector::CvtPackedF32ToBF16Op::create(b_, loc_, bf16Row, row);
   };
-  forLoop(c0, index(headDim_), lanesValue, [&](Value d) {
-    Value keys = readTile(key_, d);
-    Value values =
-        vector::TransposeOp::create(b_, loc_, readTile(value_, d), ArrayRef<int64_t>{1, 0});
-    for (int64_t r = 0; r < lanes; ++r) {
-      Value keyRow = vector::ExtractOp::create(b_, loc_, keys, ArrayRef<int64_t>{r});
-      storeVector(round(keyRow), keysBf16_, {batch, group, add(key, index(r)), d});
-      Value valueRow = vector::ExtractOp::create(b_, loc_, values, ArrayRef<int64_t>{r});
-      storeVector(round(valueRow), valuesT_, {batch, group, add(d, index(r)), key});
-    }
-  });
+  auto roundTiles = [&](bool whole) {
+    forLoop(c0, index(headDim_), lanesValue, [&](Value d) {
+      Value keys = readTile(key_, d, whole);
+      Value values = vector::TransposeOp::create(b_, loc_, readTile(value_, d, whole),
+                                                 ArrayRef<int64_t>{1, 0});
+      for (int64_t r = 0; r < lanes; ++r) {
+        Value keyRow = vector::ExtractOp::create(b_, loc_, keys, ArrayRef<int64_t>{r});
+        storeVector(round(keyRow), keysBf16_, {batch, group, add(key, index(r)), d});
+        Value valueRow = vector::ExtractOp::create(b_, loc_, values, ArrayRef<int64_t>{r});
+        storeVector(round(valueRow), valuesT_, {batch, group, add(d, index(r)), key});
+      }
+    });
+  };
+  ifThenElse(
+      arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sle, add(key, lanesValue), kvSeq),
+      [&] { roundTiles(/*whole=*/true); }, [&] { roundTiles(/*whole=*/false); });
   Value zeroRow = arith::ConstantOp::create(b_, loc_, bf16Row, b_.getZeroAttr(bf16Row));
   for (int64_t d = headDim_; d < paddedHead; d += lanes)
     for (int64_t r = 0; r < lanes; ++r)

@@ -145,6 +145,15 @@ private:
     b_.setInsertionPointToStart(ifOp.thenBlock());
     body();
   }
+  /// Emits `if (condition) then() else otherwise()`.
+  void ifThenElse(Value condition, function_ref<void()> then, function_ref<void()> otherwise) {
+    auto ifOp = scf::IfOp::create(b_, loc_, condition, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(ifOp.thenBlock());
+    then();
+    b_.setInsertionPointToStart(ifOp.elseBlock());
+    otherwise();
+  }
   /// Emits a loop carrying `init` through `body(iv, carried) -> next` and returns the results.
   SmallVector<Value> forLoop(Value lb, Value ub, Value step, ValueRange init,
                              function_ref<SmallVector<Value>(Value, ValueRange)> body) {

@@ -7,9 +7,19 @@
 // valid keys are zero-filled for them instead.
 // The queries are transposed unscaled (exact in bf16); the softmax applies scale * log2(e)
 // = 0.125 * 1.4427 in f32: to the rescale factors' exponents and, in one fma with the
-// scaled maximum, to the probabilities'.
+// scaled maximum, to the probabilities'. The keys and values are first rounded to bf16, 16
+// keys a task: tiles of keys only are read as they are, the one past the 40th key row by row
+// (zero past it).
 // CHECK-LABEL: func.func @short_last_block
 // CHECK:         %[[SCALE:.*]] = arith.constant dense<0.180336878> : vector<16xf32>
+// CHECK:         %[[KEY:.*]] = arith.muli %{{.*}}, %c16 : index
+// CHECK:         %[[END:.*]] = arith.addi %[[KEY]], %c16 : index
+// CHECK:         %[[WHOLE:.*]] = arith.cmpi sle, %[[END]], %c40 : index
+// CHECK:         scf.if %[[WHOLE]] {
+// CHECK:           vector.transfer_read %{{.*}} {in_bounds = [true, true]} : {{.*}}, vector<16x16xbf16>
+// CHECK:         } else {
+// CHECK:           vector.transfer_read %{{.*}} {in_bounds = [false, true]} : {{.*}}, vector<16x16xbf16>
+// CHECK:         }
 // CHECK-NOT:     arith.mulf {{.*}} : vector<16x16xf32>
 // CHECK:         scf.for %[[J0:.*]] = %c0 to %c40 step %c32
 // CHECK:           %[[LEFT:.*]] = arith.subi %c40, %[[J0]]
@@ -34,6 +44,8 @@
 // CHECK-COUNT-8:     x86vector.avx512.dot
 // CHECK:         return
 // AMX-LABEL:   func.func @short_last_block
+// AMX:           scf.parallel
+// AMX:           scf.parallel
 // AMX-NOT:       scf.if
 // AMX:           %[[PAIRS:.*]] = arith.ceildivsi %{{.*}}, %c2
 // AMX:           scf.for %[[K:.*]] = %[[PAIRS]] to %c16 step %c1
