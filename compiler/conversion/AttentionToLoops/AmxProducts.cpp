@@ -154,8 +154,8 @@ void AttentionLowering::packPairRows(Value src, Value dst, int64_t pairs) {
 Value AttentionLowering::buildProbabilityPairs(int64_t v, Value cols, Value shift) {
   Value c0 = index(0), c1 = index(1), c2 = index(2);
   Value column = index(2 * v * blocking_.lanes);
-  // The pairs that hold a valid key; past them, zeros to the end of the block (a block's
-  // last pairs are only in use in its last key block: not worth an exponential each).
+  // The pairs that hold a valid key; past them, for AMX, zeros to the end of the block (a
+  // block's last pairs are only in use in its last key block: not worth an exponential each).
   Value usedPairs = arith::CeilDivSIOp::create(b_, loc_, cols, c2);
   // scale * s - scale * shift in one fma: the product's rounding is that of f32 scores.
   Value scale = splat(laneVector_, f32(scoreScale()));
@@ -166,9 +166,9 @@ Value AttentionLowering::buildProbabilityPairs(int64_t v, Value cols, Value shif
     Value sum = partial[0];
     for (int64_t h = 0; h < 2; ++h) {
       Value row = add(mul(k, c2), index(h));
-      Value p = exp2(fma(loadVector(laneVector_, scores_, {row, vectorOffset(v)}), scale,
-                         scaledShift),
-                     /*forBf16=*/true);
+      Value p =
+          exp2(fma(loadVector(laneVector_, scores_, {row, vectorOffset(v)}), scale, scaledShift),
+               /*forBf16=*/true);
       // The odd row past cols holds what an earlier block left (any bits, NaN included):
       // selected away, not multiplied by zero.
       if (h == 1)

@@ -170,8 +170,8 @@ private:
   /// `forBf16`: a result about to be rounded to bf16, in nine instructions (degree 3, 7.5e-5).
   Value exp2(Value x, bool forBf16 = false);
   /// qT = scoreScale() * the block's query rows (the rows alone where unscaledScores()),
-  /// transposed; zero in the columns of rows
-  /// past the sequence's end (`rows` positions are valid) and of padding rows.
+  /// transposed; zero in the columns of rows past the sequence's end (`rows` positions are
+  /// valid) and of padding rows.
   void buildQueryTranspose(Value rows);
   /// Emits body(r, position, column of the row's head) for every valid row of the block.
   void forEachRow(Value rows, function_ref<void(Value, Value, Value)> body);
@@ -209,8 +209,8 @@ private:
   /// AMX's VNNI layout (pairs of rows interleaved).
   void packPairRows(Value src, Value dst, int64_t pairs);
   /// The softmax's probabilities of vector `v` of the block's queries, of unscaled scores:
-  /// 2^(scoreScale() * (sT[j] - shift)) for j < cols and 0 past them (to the end of the key block for AMX's whole tiles), rounded
-  /// into probabilityPairs_; returns their sum.
+  /// 2^(scoreScale() * (sT[j] - shift)) for j < cols and 0 past them (to the end of the key
+  /// block for AMX's whole tiles), rounded into probabilityPairs_; returns their sum.
   Value buildProbabilityPairs(int64_t v, Value cols, Value shift);
   /// sT = the block's keys . qT, on tiles: keys from j0 on, KB of them on AMX, the tiles that
   /// hold the `cols` valid ones in vdpbf16ps (past `cols`, scores that the softmax does not

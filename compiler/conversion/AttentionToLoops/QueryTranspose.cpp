@@ -12,9 +12,7 @@ namespace mhac {
 
 static constexpr double kLog2E = 1.4426950408889634;
 
-double AttentionLowering::scoreScale() {
-  return op_.getScaleAttr().getValueAsDouble() * kLog2E;
-}
+double AttentionLowering::scoreScale() { return op_.getScaleAttr().getValueAsDouble() * kLog2E; }
 
 void AttentionLowering::forEachRow(Value rows, function_ref<void(Value, Value, Value)> body) {
   Value c0 = index(0), c1 = index(1);

@@ -152,8 +152,8 @@ void accumulatePairsInRegisters(OpBuilder &b, Location loc, const TileOperands &
       int64_t height = std::min(tileRows, rows - r0);
       OpBuilder::InsertionGuard guard(b);
       if (inUse.rows) {
-        Value inLimit = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index(b, r0),
-                                              inUse.rows);
+        Value inLimit =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index(b, r0), inUse.rows);
         auto ifInUse = scf::IfOp::create(b, loc, inLimit, /*withElseRegion=*/false);
         b.setInsertionPointToStart(ifInUse.thenBlock());
       }
