@@ -138,19 +138,6 @@ static Value interleaveRounded(OpBuilder &b, Location loc, Value a, Value c) {
                                       x86vector::CvtPackedF32ToBF16Op::create(b, loc, bf16Row, c));
 }
 
-void AttentionLowering::packPairRows(Value src, Value dst, int64_t pairs) {
-  int64_t vectors = blocking_.queryBlock / blocking_.lanes;
-  forLoop(index(0), index(pairs), index(1), [&](Value k) {
-    Value row = mul(k, index(2));
-    for (int64_t v = 0; v < vectors; ++v) {
-      Value pair =
-          interleaveRounded(b_, loc_, loadVector(laneVector_, src, {row, vectorOffset(v)}),
-                            loadVector(laneVector_, src, {add(row, index(1)), vectorOffset(v)}));
-      storeVector(pair, dst, {k, index(2 * v * blocking_.lanes)});
-    }
-  });
-}
-
 Value AttentionLowering::buildProbabilityPairs(int64_t v, Value cols, Value shift) {
   Value c0 = index(0), c1 = index(1), c2 = index(2);
   Value column = index(2 * v * blocking_.lanes);

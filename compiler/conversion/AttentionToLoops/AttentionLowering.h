@@ -169,9 +169,10 @@ private:
   /// the exponent bits. x is clamped to -127, whose exponent field 0 makes the result exactly 0.
   /// `forBf16`: a result about to be rounded to bf16, in nine instructions (degree 3, 7.5e-5).
   Value exp2(Value x, bool forBf16 = false);
-  /// qT = scoreScale() * the block's query rows (the rows alone where unscaledScores()),
-  /// transposed; zero in the columns of rows past the sequence's end (`rows` positions are
-  /// valid) and of padding rows.
+  /// qT = scoreScale() * the block's query rows, transposed; zero in the columns of rows past
+  /// the sequence's end (`rows` positions are valid) and of padding rows. With bf16 products,
+  /// the rows alone (unscaledScores()), rounded and transposed as pairs of features into
+  /// queryPairs_ (queryPairs_[k][2c + h] = q[c][2k + h], zero past the head).
   void buildQueryTranspose(Value rows);
   /// Emits body(r, position, column of the row's head) for every valid row of the block.
   void forEachRow(Value rows, function_ref<void(Value, Value, Value)> body);
@@ -205,9 +206,6 @@ private:
   /// keysBf16_ [B][Hkv][Skv'][Dp] and valuesT_ [B][Hkv][Dh][Skv'] (transposed), zero past the
   /// keys and past the head (Skv' = Skv in whole key blocks, Dp = amxPaddedHead).
   void buildAmxOperands(Value batchSize, Value kvSeq, int64_t groups);
-  /// dst[k][2c + h] = bf16(src[2k + h][c]) for the pairs k < `pairs`: rows of f32 vectors in
-  /// AMX's VNNI layout (pairs of rows interleaved).
-  void packPairRows(Value src, Value dst, int64_t pairs);
   /// The softmax's probabilities of vector `v` of the block's queries, of unscaled scores:
   /// 2^(scoreScale() * (sT[j] - shift)) for j < cols and 0 past them (to the end of the key
   /// block for AMX's whole tiles), rounded into probabilityPairs_; returns their sum.

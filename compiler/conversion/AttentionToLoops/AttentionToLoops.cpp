@@ -149,15 +149,15 @@ void AttentionLowering::buildBlocks(Value batchSize, Value seq, Value kvSeq, Val
     return memref::AllocaOp::create(b_, loc_, MemRefType::get(shape, element), ValueRange{},
                                     b_.getI64IntegerAttr(64));
   };
-  // AMX's scores reduce over the head in whole steps: its queries' rows are padded.
-  int64_t queryRows = blocking_.bf16Products() ? amxPaddedHead(headDim_) : headDim_;
-  queryT_ = scratch({queryRows, queryBlock}, f32_);
+  if (!blocking_.bf16Products())
+    queryT_ = scratch({headDim_, queryBlock}, f32_);
   scores_ = scratch({keyBlock, queryBlock}, f32_);
   acc_ = scratch({queryBlock, headDim_}, f32_);
   alpha_ = scratch({queryBlock}, f32_);
   if (blocking_.bf16Products()) {
+    // AMX's scores reduce over the head in whole steps: its queries' rows are padded.
     Type bf16 = b_.getBF16Type();
-    queryPairs_ = scratch({queryRows / 2, 2 * queryBlock}, bf16);
+    queryPairs_ = scratch({amxPaddedHead(headDim_) / 2, 2 * queryBlock}, bf16);
     probabilityPairs_ = scratch({keyBlock / 2, 2 * queryBlock}, bf16);
     accT_ = scratch({headDim_, queryBlock}, f32_);
   }
@@ -184,12 +184,6 @@ void AttentionLowering::buildBlocks(Value batchSize, Value seq, Value kvSeq, Val
   negInfs_ = splat(laneVector_, negInf);
 
   buildQueryTranspose(rows);
-  if (blocking_.bf16Products()) {
-    for (int64_t d = headDim_; d < queryRows; ++d)
-      for (int64_t v = 0; v < blockVectors; ++v)
-        storeVector(zeros_, queryT_, {index(d), vectorOffset(v)});
-    packPairRows(queryT_, queryPairs_, queryRows / 2);
-  }
   // A thread runs the iterations of its share in order (the runtime's pool), so the next one
   // is mostly this one's successor. Its query rows and this block's output rows are fetched
   // during the first key block (where the schedule asks): they would otherwise be misses

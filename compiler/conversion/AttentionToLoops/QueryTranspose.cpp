@@ -6,7 +6,11 @@
 
 #include "compiler/conversion/AttentionToLoops/AttentionLowering.h"
 
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "compiler/schedules/AttentionBlock.h"
+
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
+
+#include <numeric>
 
 namespace mhac {
 
@@ -26,12 +30,33 @@ void AttentionLowering::forEachRow(Value rows, function_ref<void(Value, Value, V
 void AttentionLowering::buildQueryTranspose(Value rows) {
   Value c0 = index(0), c1 = index(1), dh = index(headDim_);
   Value scale = f32(scoreScale());
-  bool scaled = !unscaledScores();
+  bool scaled = !unscaledScores(), pairs = blocking_.bf16Products();
   int64_t lanes = blocking_.lanes;
   if (!blocking_.transposeInTiles) {
     // Element by element, zero in the columns of rows past the end and of padding rows; then
     // scaled a vector at a time, so that no scalar arithmetic is left in the loops (on AVX-512
     // a sixteenth of the multiplies).
+    if (pairs) {
+      auto pairRow = VectorType::get({2 * lanes}, b_.getBF16Type());
+      Value zeroPairs = arith::ConstantOp::create(b_, loc_, pairRow, b_.getZeroAttr(pairRow));
+      forLoop(c0, index(amxPaddedHead(headDim_) / 2), c1, [&](Value k) {
+        for (int64_t r = 0; r < blocking_.queryBlock; r += lanes)
+          storeVector(zeroPairs, queryPairs_, {k, index(2 * r)});
+      });
+      forEachRow(rows, [&](Value r, Value position, Value column) {
+        Value row = add(i0_, position);
+        forLoop(c0, index(headDim_ / 2), c1, [&](Value k) {
+          for (int64_t h = 0; h < 2; ++h) {
+            Value feature = add(add(column, mul(k, index(2))), index(h));
+            Value query = loadScalar(query_, {batch_, row, feature});
+            memref::StoreOp::create(b_, loc_,
+                                    arith::TruncFOp::create(b_, loc_, b_.getBF16Type(), query),
+                                    queryPairs_, ValueRange{k, add(mul(r, index(2)), index(h))});
+          }
+        });
+      });
+      return;
+    }
     forLoop(c0, dh, c1, [&](Value d) {
       for (int64_t r = 0; r < blocking_.queryBlock; r += lanes)
         storeVector(splat(laneVector_, f32(0)), queryT_, {d, index(r)});
@@ -78,6 +103,57 @@ void AttentionLowering::buildQueryTranspose(Value rows) {
           arith::SelectOp::create(b_, loc_, valid.back(), add(i0_, position), i0_));
       columns.push_back(
           add(qCol_, mul(arith::DivUIOp::create(b_, loc_, row, positions), dh)));
+    }
+    if (pairs) {
+      // Features 2k and 2k + 1 of a query, in bf16, are one 32-bit word of its row, and row k
+      // of queryPairs_ is word k of every query: the block's rows transposed as words. So a
+      // tile is `lanes` rows of 2 x lanes features, rounded, transposed as lanes x lanes i32
+      // (half the shuffles of f32 tiles, and no pass interleaving rows into pairs); the head's
+      // padding to whole steps of AMX's reduction is read as zeros.
+      auto wordTile = VectorType::get({lanes, lanes}, b_.getI32Type());
+      auto words = VectorType::get({lanes}, b_.getI32Type());
+      auto pairRow = VectorType::get({2 * lanes}, b_.getBF16Type());
+      auto halfRow = VectorType::get({lanes}, b_.getBF16Type());
+      Value zeroHalf = arith::ConstantOp::create(b_, loc_, halfRow, b_.getZeroAttr(halfRow));
+      Value zeroWords = arith::ConstantOp::create(b_, loc_, words, b_.getZeroAttr(words));
+      SmallVector<int64_t> concatenation(2 * lanes);
+      std::iota(concatenation.begin(), concatenation.end(), 0);
+      // `lanes` features of a query from `feature` on, rounded to bf16.
+      auto roundedHalf = [&](Value row, Value feature) {
+        if (elementType_ != f32_)
+          return vector::TransferReadOp::create(
+                     b_, loc_, halfRow, query_, ValueRange{batch_, row, feature},
+                     arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(elementType_)),
+                     ArrayRef<bool>{true})
+              .getResult();
+        return x86vector::CvtPackedF32ToBF16Op::create(b_, loc_, halfRow,
+                                                       readRow(lanes, query_, {batch_, row, feature}))
+            .getResult();
+      };
+      auto transposeWords = [&](Value d, bool wholeStep) {
+        Value tile = arith::ConstantOp::create(b_, loc_, wordTile, b_.getZeroAttr(wordTile));
+        for (int64_t i = 0; i < lanes; ++i) {
+          Value feature = add(columns[i], d);
+          Value low = roundedHalf(sourceRows[i], feature);
+          Value high = wholeStep ? roundedHalf(sourceRows[i], add(feature, index(lanes))) : zeroHalf;
+          Value row = vector::BitCastOp::create(
+              b_, loc_, words, vector::ShuffleOp::create(b_, loc_, low, high, concatenation));
+          row = arith::SelectOp::create(b_, loc_, valid[i], row, zeroWords);
+          tile = vector::InsertOp::create(b_, loc_, row, tile, i);
+        }
+        Value transposed = vector::TransposeOp::create(b_, loc_, tile, ArrayRef<int64_t>{1, 0});
+        Value firstPair = arith::DivUIOp::create(b_, loc_, d, index(2));
+        for (int64_t k = 0; k < lanes; ++k) {
+          Value pair = vector::BitCastOp::create(
+              b_, loc_, pairRow, vector::ExtractOp::create(b_, loc_, transposed, k));
+          storeVector(pair, queryPairs_, {add(firstPair, index(k)), mul(r, index(2))});
+        }
+      };
+      int64_t step = 2 * lanes, wholeSteps = headDim_ / step * step;
+      forLoop(c0, index(wholeSteps), index(step), [&](Value d) { transposeWords(d, true); });
+      if (wholeSteps < headDim_)
+        transposeWords(index(wholeSteps), false);
+      return;
     }
     // The tile of the head's features [d, d + width).
     auto transposeTile = [&](Value d, int64_t width) {
