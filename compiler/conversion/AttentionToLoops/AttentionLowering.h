@@ -75,6 +75,7 @@ public:
       : op_(op), b_(b), loc_(op.getLoc()), blocking_(blocking), longCalls_(longCalls),
         headDim_(op.getHeadDim()), f32_(b.getF32Type()),
         elementType_(op.getQuery().getType().getElementType()),
+        resultElementType_(op.getResult().getType().getElementType()),
         laneVector_(VectorType::get({blocking.lanes}, f32_)),
         headVector_(VectorType::get({headDim_}, f32_)) {}
 
@@ -229,7 +230,8 @@ private:
   AttentionBlocking blocking_;
   std::optional<LongCallBlocking> longCalls_;
   int64_t headDim_;
-  Type f32_, elementType_;
+  /// f32, the inputs' element type and the result's (bf16 where the result is stored rounded).
+  Type f32_, elementType_, resultElementType_;
   VectorType laneVector_, headVector_;
   // Inputs and the output, and what every iteration of the parallel loop shares.
   Value query_, key_, value_, out_, batch_, group_, kvCol_, qCol_, i0_, diagonal_, lastKey_,

@@ -97,7 +97,7 @@ Value AttentionLowering::build() {
   for (int64_t i = 0; i < queryType.getRank(); ++i)
     if (queryType.isDynamicDim(i))
       dynamicSizes.push_back(memref::DimOp::create(b_, loc_, query_, i));
-  auto outType = MemRefType::get(queryType.getShape(), elementType_);
+  auto outType = MemRefType::get(queryType.getShape(), resultElementType_);
   out_ = memref::AllocOp::create(b_, loc_, outType, dynamicSizes, b_.getI64IntegerAttr(64));
   diagonal_ = sub(kvSeq, seq); // key j is visible to query i when j <= i + diagonal
   lastKey_ = sub(kvSeq, c1);
@@ -121,7 +121,8 @@ Value AttentionLowering::build() {
     blocking_ = blocking;
     buildBlocks(batchSize, seq, kvSeq, kvLens);
   }
-  return bufferization::ToTensorOp::create(b_, loc_, queryType, out_, /*restrict=*/true,
+  return bufferization::ToTensorOp::create(b_, loc_, op_.getResult().getType(), out_,
+                                           /*restrict=*/true,
                                            /*writable=*/true);
 }
 

@@ -100,12 +100,12 @@ void AttentionLowering::buildOutput(Value rows, ValueRange sums) {
                                             arith::DivFOp::create(b_, loc_, ones, sums[v]), zeros_);
     storeVector(inverse, alpha_, {vectorOffset(v)});
   }
-  auto outVector = VectorType::get({headDim_}, elementType_);
+  auto outVector = VectorType::get({headDim_}, resultElementType_);
   forEachRow(rows, [&](Value r, Value position, Value column) {
     Value scaleRow = splat(headVector_, memref::LoadOp::create(b_, loc_, alpha_, r));
     Value result =
         arith::MulFOp::create(b_, loc_, loadVector(headVector_, acc_, {r, c0}), scaleRow);
-    if (elementType_ != f32_)
+    if (resultElementType_ != f32_)
       result = arith::TruncFOp::create(b_, loc_, outVector, result);
     vector::TransferWriteOp::create(b_, loc_, result, out_,
                                     ValueRange{batch_, add(i0_, position), column},

@@ -76,7 +76,8 @@ void AttentionLowering::locateNextBlock(Value group, int64_t groups, Value batch
 }
 
 void AttentionLowering::buildRowPrefetches(Value rowTile) {
-  int64_t lineElements = 512 / elementType_.getIntOrFloatBitWidth();
+  int64_t queryLine = 512 / elementType_.getIntOrFloatBitWidth();
+  int64_t resultLine = 512 / resultElementType_.getIntOrFloatBitWidth();
   Value positions = index(blocking_.positions);
   for (int64_t t = 0; t < blocking_.queryTile; ++t) {
     // Row r of a block is position r % positions of its group's query head r / positions;
@@ -89,14 +90,14 @@ void AttentionLowering::buildRowPrefetches(Value rowTile) {
     Value headColumn = mul(head, index(headDim_));
     Value nextRow = minIndex(add(nextI0_, position), lastPosition_);
     Value row = minIndex(add(i0_, position), lastPosition_);
-    for (int64_t column = 0; column < headDim_; column += lineElements) {
-      Value offset = add(headColumn, index(column));
-      memref::PrefetchOp::create(b_, loc_, query_,
-                                 ValueRange{nextBatch_, nextRow, add(nextQCol_, offset)},
-                                 /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
-      memref::PrefetchOp::create(b_, loc_, out_, ValueRange{batch_, row, add(qCol_, offset)},
+    for (int64_t column = 0; column < headDim_; column += queryLine)
+      memref::PrefetchOp::create(
+          b_, loc_, query_, ValueRange{nextBatch_, nextRow, add(nextQCol_, add(headColumn, index(column)))},
+          /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+    for (int64_t column = 0; column < headDim_; column += resultLine)
+      memref::PrefetchOp::create(b_, loc_, out_,
+                                 ValueRange{batch_, row, add(qCol_, add(headColumn, index(column)))},
                                  /*isWrite=*/true, /*localityHint=*/3, /*isDataCache=*/true);
-    }
   }
 }
 

@@ -164,10 +164,18 @@ Value packPanels(PatternRewriter &rewriter, Location loc, Value weight, int64_t 
 }
 
 /// `value` in bf16 for a projection of pairs: the bf16 tensor a widened layer widened it from
-/// (mhac-widen-bf16-layer's linalg.generic of one arith.extf), or else `value` rounded to bf16
-/// (the attention's output).
+/// (mhac-widen-bf16-layer's linalg.generic of one arith.extf); an attention read by this
+/// projection alone, retyped to store its result rounded (no f32 copy of it is written, read
+/// and rounded again); or else `value` rounded to bf16.
 Value inBf16(PatternRewriter &rewriter, Location loc, Value value) {
   Type bf16 = rewriter.getBF16Type();
+  if (auto attention = value.getDefiningOp<mha::AttentionOp>();
+      attention && value.hasOneUse()) {
+    rewriter.modifyOpInPlace(attention, [&] {
+      value.setType(cast<RankedTensorType>(value.getType()).clone(bf16));
+    });
+    return value;
+  }
   if (auto widening = value.getDefiningOp<linalg::GenericOp>())
     if (widening.getNumDpsInputs() == 1 &&
         getElementTypeOrSelf(widening.getDpsInputs()[0].getType()) == bf16 &&

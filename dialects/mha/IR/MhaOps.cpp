@@ -88,6 +88,9 @@ LogicalResult AttentionOp::verify() {
 
   if (queryType.getElementType() != keyType.getElementType())
     return emitOpError("requires query, key and value to share one element type");
+  Type resultElement = getResult().getType().getElementType();
+  if (resultElement != queryType.getElementType() && !resultElement.isBF16())
+    return emitOpError("requires a result of the query's element type, or bf16");
 
   if (heads % kvHeads != 0)
     return emitOpError("kv_heads (") << kvHeads << ") must divide heads (" << heads << ")";

@@ -42,7 +42,7 @@ def Mha_LinearOp : Mha_Op<"linear", [Pure]> {
 }
 
 def Mha_AttentionOp : Mha_Op<"attention",
-    [Pure, AllTypesMatch<["query", "result"]>, AllTypesMatch<["key", "value"]>]> {
+    [Pure, AllShapesMatch<["query", "result"]>, AllTypesMatch<["key", "value"]>]> {
   let summary = "scaled dot-product attention over packed heads";
   let description = [{
     Multi-head (grouped-query when `kv_heads < heads`) attention with a softmax over keys:
@@ -54,8 +54,10 @@ def Mha_AttentionOp : Mha_Op<"attention",
     ```
 
     `query` is `[B, S, heads * head_dim]`, `key` and `value` are `[B, Skv, kv_heads * head_dim]`,
-    and the result has the query's type. Head `h` occupies columns `h * head_dim` to
-    `(h + 1) * head_dim - 1` of its tensor. `B`, `S` and `Skv` may be dynamic.
+    and the result has the query's shape. Head `h` occupies columns `h * head_dim` to
+    `(h + 1) * head_dim - 1` of its tensor. `B`, `S` and `Skv` may be dynamic. The result's
+    element type is the query's, or bf16 where only its rounding to bf16 is used (each element
+    rounded to nearest even as it is stored: a projection of bf16 pairs reads it so).
 
     Masks: with `causal`, key `j` is masked for query `i` when `j > i + (Skv - S)` (aligned to
     the bottom right when `S != Skv`). With a `kv_lens` operand (`[B]` of i32), keys

@@ -153,9 +153,17 @@ func.func @attention_key_value_types(%q: tensor<1x2x8xf32>, %k: tensor<1x2x8xf32
 
 // -----
 
-func.func @attention_result_type(%q: tensor<1x2x8xf32>) {
-  // expected-error @+1 {{failed to verify that all of {query, result} have same type}}
+func.func @attention_result_shape(%q: tensor<1x2x8xf32>) {
+  // expected-error @+1 {{failed to verify that all of {query, result} have same shape}}
   %0 = mha.attention %q, %q, %q heads(2) kv_heads(2) head_dim(4) scale(0.5) : (tensor<1x2x8xf32>, tensor<1x2x8xf32>, tensor<1x2x8xf32>) -> tensor<1x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_result_type(%q: tensor<1x2x8xbf16>) {
+  // expected-error @+1 {{requires a result of the query's element type, or bf16}}
+  %0 = mha.attention %q, %q, %q heads(2) kv_heads(2) head_dim(4) scale(0.5) : (tensor<1x2x8xbf16>, tensor<1x2x8xbf16>, tensor<1x2x8xbf16>) -> tensor<1x2x8xf32>
   return
 }
 

@@ -29,6 +29,14 @@ func.func @mixed_batch(%q: tensor<?x1x64xf32>, %kv: tensor<4x9x64xf32>, %lens: t
   return %a : tensor<?x1x64xf32>
 }
 
+// An f32 attention whose result is stored rounded to bf16.
+// CHECK-LABEL: func.func @rounded_result
+func.func @rounded_result(%q: tensor<?x9x64xf32>) -> tensor<?x9x64xbf16> {
+  // CHECK: mha.attention %{{.*}}, %{{.*}}, %{{.*}} heads(1) kv_heads(1) head_dim(64) scale(1.250000e-01) : (tensor<?x9x64xf32>, tensor<?x9x64xf32>, tensor<?x9x64xf32>) -> tensor<?x9x64xbf16>
+  %a = mha.attention %q, %q, %q heads(1) kv_heads(1) head_dim(64) scale(0.125) : (tensor<?x9x64xf32>, tensor<?x9x64xf32>, tensor<?x9x64xf32>) -> tensor<?x9x64xbf16>
+  return %a : tensor<?x9x64xbf16>
+}
+
 // The ops have no side effects: an unused one folds away.
 // RUN: mhac-opt %s --canonicalize | FileCheck %s --check-prefix=DCE
 // DCE-LABEL: func.func @unused
