@@ -305,14 +305,12 @@ std::string callsOf(const GrownBlock &grown, const Schedule &s) {
 /// transposed queries, the scores, the accumulators and the rescale factors.
 int64_t scratchBytes(const Schedule &s, const KnobContext &c, int64_t rows) {
   int64_t head = c.layer->headDim, keys = s.attention.keyBlock;
-  int64_t bytes = 4 * (2 * head * rows + keys * rows + rows);
+  int64_t shared = 4 * (head * rows + keys * rows + rows);
   if (s.attention.compute == AttentionCompute::F32)
-    return bytes;
-  // bf16 products: the queries' rows padded to whole steps of 32 (f32, and as bf16 pairs), the
-  // probabilities as bf16 pairs, the transposed accumulators.
-  int64_t paddedHead = amxPaddedHead(head);
-  return bytes + 4 * (paddedHead - head) * rows + 2 * paddedHead * rows + 2 * keys * rows +
-         4 * head * rows;
+    return shared + 4 * head * rows;
+  // bf16 products: the queries as bf16 pairs, their rows padded to whole steps of 32; the
+  // probabilities as bf16 pairs; the transposed accumulators.
+  return shared + 2 * amxPaddedHead(head) * rows + 2 * keys * rows + 4 * head * rows;
 }
 
 /// The scratch of the tallest of the layer's plain blocks, or (`grown`) of those grown for
