@@ -194,8 +194,9 @@ private:
   /// one (`group` of `groups`); the last iteration's successor is clamped to the last batch.
   void locateNextBlock(Value group, int64_t groups, Value batchSize, Value seq);
   /// Prefetches the lines of the rows [rowTile, rowTile + queryTile) of the next iteration's
-  /// query block, and of this block's output rows (for writing).
-  void buildRowPrefetches(Value rowTile);
+  /// query block (with `queryLocality`, memref.prefetch's: 3 to L1, 2 to L2), and of this
+  /// block's output rows (for writing).
+  void buildRowPrefetches(Value rowTile, int64_t queryLocality);
   /// The positions within their heads of the block's queries q .. q + lanes, as i32 lanes.
   Value queryPositions(Value q);
   /// The first position (i32) of the block's rows that sees `key`: lanes at positions from it

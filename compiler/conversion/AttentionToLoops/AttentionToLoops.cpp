@@ -187,9 +187,15 @@ void AttentionLowering::buildBlocks(Value batchSize, Value seq, Value kvSeq, Val
   buildQueryTranspose(rows);
   // A thread runs the iterations of its share in order (the runtime's pool), so the next one
   // is mostly this one's successor. Its query rows and this block's output rows are fetched
-  // during the first key block (where the schedule asks): they would otherwise be misses
-  // waited on one by one, in the transpose and the final write.
+  // (where the schedule asks): they would otherwise be misses waited on one by one, in the
+  // transpose and the final write. The f32 products spread the fetches over the first key
+  // block's p.v tiles, into L1; the bf16 products, whose p.v tiles are not per query row,
+  // fetch them here, into L2, where the block's own operands do not evict them.
   locateNextBlock(group, groups, batchSize, seq);
+  if (blocking_.bf16Products() && blocking_.prefetchNextBlock)
+    forLoop(c0, rowsInUse, tile, [&](Value rowTile) {
+      buildRowPrefetches(rowTile, /*queryLocality=*/2);
+    });
   if (blocking_.bf16Products())
     forLoop(c0, dh, c1, [&](Value d) {
       for (int64_t v = 0; v < blockVectors; ++v)

@@ -29,7 +29,7 @@ void AttentionLowering::buildValueUpdate(Value j0, Value cols, Value rowsInUse) 
       // Spread over the first key block's p.v tiles, where they wait on no result.
       if (first == 0 && blocking_.prefetchNextBlock)
         ifThen(arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::eq, j0, c0),
-               [&] { buildRowPrefetches(it); });
+               [&] { buildRowPrefetches(it, /*queryLocality=*/3); });
       SmallVector<Value> init;
       for (int64_t t = 0; t < tile; ++t) {
         Value row = add(it, index(t));
@@ -75,7 +75,7 @@ void AttentionLowering::locateNextBlock(Value group, int64_t groups, Value batch
                       minIndex(add(batch_, c1), sub(batchSize, c1)), batch_);
 }
 
-void AttentionLowering::buildRowPrefetches(Value rowTile) {
+void AttentionLowering::buildRowPrefetches(Value rowTile, int64_t queryLocality) {
   int64_t queryLine = 512 / elementType_.getIntOrFloatBitWidth();
   int64_t resultLine = 512 / resultElementType_.getIntOrFloatBitWidth();
   Value positions = index(blocking_.positions);
@@ -93,7 +93,7 @@ void AttentionLowering::buildRowPrefetches(Value rowTile) {
     for (int64_t column = 0; column < headDim_; column += queryLine)
       memref::PrefetchOp::create(
           b_, loc_, query_, ValueRange{nextBatch_, nextRow, add(nextQCol_, add(headColumn, index(column)))},
-          /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+          /*isWrite=*/false, queryLocality, /*isDataCache=*/true);
     for (int64_t column = 0; column < headDim_; column += resultLine)
       memref::PrefetchOp::create(b_, loc_, out_,
                                  ValueRange{batch_, row, add(qCol_, add(headColumn, index(column)))},

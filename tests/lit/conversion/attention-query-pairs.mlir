@@ -27,7 +27,12 @@
 // CHECK:         vector.shuffle %[[HALF]], %cst{{.*}} [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] : vector<16xbf16>, vector<16xbf16>
 // CHECK:         vector.transpose %{{.*}}, [1, 0] : vector<16x16xi32> to vector<16x16xi32>
 // CHECK-COUNT-16: vector.store %{{.*}}, %[[PAIRS]][%{{.*}}, %{{.*}}] : memref<32x32xbf16>, vector<32xbf16>
-// No pass interleaves rows into pairs before the scores.
+// No pass interleaves rows into pairs before the scores. Before the key blocks, the next
+// block's queries are fetched into L2 (the block's operands would evict them from L1), and
+// this block's output rows for writing.
+// CHECK-NOT:     vector.interleave
+// CHECK:         memref.prefetch %{{.*}}, read, locality<2>, data : memref<1x20x96xf32, {{.*}}>
+// CHECK:         memref.prefetch %{{.*}}, write, locality<3>, data : memref<1x20x96xf32>
 // CHECK-NOT:     vector.interleave
 // CHECK:         x86vector.avx512.dot
 // Element by element: the pairs zeroed, then each valid row's features stored as bf16.
