@@ -184,6 +184,22 @@ int64_t keyStreamingQueryBlock(int64_t value, const LayerSpec &layer, const CpuT
   return value * growth;
 }
 
+/// The rows of the query blocks of a layer whose attention multiplies bf16 (attention_compute
+/// = dot or amx): the default's, or four vectors (64 rows with 16 lanes) where those pad the
+/// layer's sequence to no more rows. The bf16 products' register tiles take up to four vectors
+/// of queries (and AMX's bands two tiles of 16), so a block of four runs whole tiles; but a
+/// block's padding rows cost their products too: 128 queries run as 2 blocks of 64, not 3 of
+/// 48 (144 rows); 197 stay in blocks of 48 (240 rows, not 256).
+int64_t bf16ProductsQueryBlock(int64_t value, const LayerSpec &layer, const CpuTarget &target,
+                               const Schedule &schedule) {
+  int64_t wide = 4 * target.lanes();
+  if (schedule.attention.compute == AttentionCompute::F32 || layer.seq == kDynamicSize ||
+      value >= wide || value % target.lanes() != 0)
+    return value;
+  auto paddedRows = [&](int64_t block) { return (layer.seq + block - 1) / block * block; };
+  return paddedRows(wide) <= paddedRows(value) ? wide : value;
+}
+
 /// The keys from which the calls of a CPU layer whose keys are known at run time only grow
 /// their query blocks (attention_long_keys = 0 in a default file): where a head's keys and
 /// values fill L2, the point from which keyStreamingQueryBlock would grow a static layer's
@@ -238,7 +254,8 @@ bool amxPreferred(const LayerSpec &layer, const CpuTarget &target, const Schedul
 /// The first value to try for a defaulted knob. The p.v tile's vectors split the head into
 /// chunks of about equal width (a head of 5 vectors in chunks of 3 and 2, not 4 and 1); cache
 /// tiles start from at least one register tile, and those of a few rows balance their tasks
-/// (balancedCacheCols, balancedCacheRows); query blocks grow where keys stream from L3
+/// (balancedCacheCols, balancedCacheRows); query blocks of bf16 products take four vectors
+/// where that pads no more rows (bf16ProductsQueryBlock), and grow where keys stream from L3
 /// (keyStreamingQueryBlock; at run time, from keyStreamingLongKeys keys on); bf16 layers on
 /// AMX targets take AMX's register tiles and kernels (amxPreferred), their attention bf16
 /// products only where the layer's scale is at most 1; a short call's tensor-core blocks fill
@@ -257,7 +274,10 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
   if ((id == KnobId::ProjectionRegisterRows || id == KnobId::ProjectionRegisterCols) &&
       amxPreferred(layer, target, schedule))
     return kAmxRegisterTile;
-  if (id == KnobId::AttentionQueryBlock || id == KnobId::AttentionGroupedQueryBlock)
+  if (id == KnobId::AttentionQueryBlock)
+    return keyStreamingQueryBlock(bf16ProductsQueryBlock(value, layer, target, schedule), layer,
+                                  target, schedule);
+  if (id == KnobId::AttentionGroupedQueryBlock)
     return keyStreamingQueryBlock(value, layer, target, schedule);
   if (id == KnobId::AttentionLongKeys && value == 0)
     return keyStreamingLongKeys(layer, target, schedule);

@@ -168,6 +168,33 @@ TEST(Resolution, GrowsQueryBlocksWhereKeysOutgrowL2) {
   EXPECT_EQ(blocks(4, kDynamicSize), (Blocks{48, 64}));
 }
 
+/// Where attention multiplies bf16 (a Zen 4: vdpbf16ps outruns the FMAs), a query block takes
+/// four vectors (64 rows) where that pads the sequence to no more rows than the default's 48;
+/// f32 attention, dynamic sequences and a block the file sets keep theirs.
+TEST(Resolution, TakesWholeBf16TilesWherePaddingAllows) {
+  CpuTarget target = makeTarget(512);
+  target.avx512bf16 = target.bf16DotOutrunsFma = true;
+  auto block = [&](int64_t seq, DType dtype, const std::string &knobs = "") {
+    std::string errors;
+    std::optional<ScheduleFile> file = read("format = 1\nlayer layer {\n" + knobs + "}\n",
+                                            target, errors);
+    EXPECT_TRUE(file) << errors;
+    LayerSpec layer = makeLayer(768, 12, 64, 12, seq);
+    layer.dtype = dtype;
+    Schedule schedule = *resolveSchedule(layer, target, file->find("layer"), nullptr).schedule;
+    EXPECT_EQ(schedule.attention.compute == AttentionCompute::Dot, dtype == DType::BF16);
+    return schedule.attention.queryBlock;
+  };
+  EXPECT_EQ(block(128, DType::BF16), 64);  // 128 rows, not 144
+  EXPECT_EQ(block(512, DType::BF16), 64);  // 512, not 528
+  EXPECT_EQ(block(192, DType::BF16), 64);  // 192 either way: the wider
+  EXPECT_EQ(block(197, DType::BF16), 48);  // 240, not 256
+  EXPECT_EQ(block(77, DType::BF16), 48);   // 96, not 128
+  EXPECT_EQ(block(kDynamicSize, DType::BF16), 48);
+  EXPECT_EQ(block(128, DType::F32), 48);
+  EXPECT_EQ(block(128, DType::BF16, "  attention_query_block = 32\n"), 32);
+}
+
 /// A layer whose keys are known at run time only keeps the default blocks and grows them 3x for
 /// calls from the keys whose head (S x Dh x 4 bytes, twice) fills the 1 MiB L2: 2048 keys of
 /// heads of 64, 1024 of heads of 128; those of static layers were sized at compile time. The
