@@ -49,11 +49,11 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
     M % R edge rows as a static register tile inside it.
 
     With `bf16-pairs`, projections of a layer widened to f32 (mhac-widen-bf16-layer) multiply
-    in bf16 instead: their inputs are taken before the widening (or, for an attention output
-    that they alone read, the attention is retyped to store it rounded to bf16), their weights are prepared as pairs of input features
-    `[out / P][in / 2][P][2]`, and the panel product runs over (row, panel, column, pair, half),
-    with f32 sums (`mhac.bf16_pairs`): the layout of AVX512-BF16's vdpbf16ps, which
-    mhac-vectorize-bf16-pairs emits.
+    in bf16 instead: their inputs are taken before the widening (an attention output that they
+    alone read is retyped to be stored rounded to bf16), their weights are prepared as pairs of
+    input features `[out / P][in / 2][P][2]`, and the panel product runs over (row, panel,
+    column, pair, half), with f32 sums (`mhac.bf16_pairs`): the layout of AVX512-BF16's
+    vdpbf16ps, which mhac-vectorize-bf16-pairs emits.
 
     Projections whose results are only an attention's keys or values, at a width that is a
     multiple of 256 elements, write into rows padded by `row-padding` elements (a

@@ -193,9 +193,8 @@ void AttentionLowering::buildBlocks(Value batchSize, Value seq, Value kvSeq, Val
   // fetch them here, into L2, where the block's own operands do not evict them.
   locateNextBlock(group, groups, batchSize, seq);
   if (blocking_.bf16Products() && blocking_.prefetchNextBlock)
-    forLoop(c0, rowsInUse, tile, [&](Value rowTile) {
-      buildRowPrefetches(rowTile, /*queryLocality=*/2);
-    });
+    forLoop(c0, rowsInUse, tile,
+            [&](Value rowTile) { buildRowPrefetches(rowTile, /*queryLocality=*/2); });
   if (blocking_.bf16Products())
     forLoop(c0, dh, c1, [&](Value d) {
       for (int64_t v = 0; v < blockVectors; ++v)

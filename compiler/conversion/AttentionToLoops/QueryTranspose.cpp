@@ -33,9 +33,8 @@ void AttentionLowering::buildQueryTranspose(Value rows) {
   bool scaled = !unscaledScores(), pairs = blocking_.bf16Products();
   int64_t lanes = blocking_.lanes;
   if (!blocking_.transposeInTiles) {
-    // Element by element, zero in the columns of rows past the end and of padding rows; then
-    // scaled a vector at a time, so that no scalar arithmetic is left in the loops (on AVX-512
-    // a sixteenth of the multiplies).
+    // Element by element, zero in the columns of rows past the end and of padding rows (and,
+    // for the pairs, past the head); each feature of a valid row stored rounded to bf16.
     if (pairs) {
       auto pairRow = VectorType::get({2 * lanes}, b_.getBF16Type());
       Value zeroPairs = arith::ConstantOp::create(b_, loc_, pairRow, b_.getZeroAttr(pairRow));
@@ -57,6 +56,8 @@ void AttentionLowering::buildQueryTranspose(Value rows) {
       });
       return;
     }
+    // f32: then scaled a vector at a time, so that no scalar arithmetic is left in the loops
+    // (on AVX-512 a sixteenth of the multiplies).
     forLoop(c0, dh, c1, [&](Value d) {
       for (int64_t r = 0; r < blocking_.queryBlock; r += lanes)
         storeVector(splat(laneVector_, f32(0)), queryT_, {d, index(r)});
@@ -126,8 +127,8 @@ void AttentionLowering::buildQueryTranspose(Value rows) {
                      arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(elementType_)),
                      ArrayRef<bool>{true})
               .getResult();
-        return x86vector::CvtPackedF32ToBF16Op::create(b_, loc_, halfRow,
-                                                       readRow(lanes, query_, {batch_, row, feature}))
+        return x86vector::CvtPackedF32ToBF16Op::create(
+                   b_, loc_, halfRow, readRow(lanes, query_, {batch_, row, feature}))
             .getResult();
       };
       auto transposeWords = [&](Value d, bool wholeStep) {
@@ -135,7 +136,8 @@ void AttentionLowering::buildQueryTranspose(Value rows) {
         for (int64_t i = 0; i < lanes; ++i) {
           Value feature = add(columns[i], d);
           Value low = roundedHalf(sourceRows[i], feature);
-          Value high = wholeStep ? roundedHalf(sourceRows[i], add(feature, index(lanes))) : zeroHalf;
+          Value high =
+              wholeStep ? roundedHalf(sourceRows[i], add(feature, index(lanes))) : zeroHalf;
           Value row = vector::BitCastOp::create(
               b_, loc_, words, vector::ShuffleOp::create(b_, loc_, low, high, concatenation));
           row = arith::SelectOp::create(b_, loc_, valid[i], row, zeroWords);

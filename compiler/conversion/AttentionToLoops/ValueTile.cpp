@@ -90,13 +90,14 @@ void AttentionLowering::buildRowPrefetches(Value rowTile, int64_t queryLocality)
     Value headColumn = mul(head, index(headDim_));
     Value nextRow = minIndex(add(nextI0_, position), lastPosition_);
     Value row = minIndex(add(i0_, position), lastPosition_);
+    Value queryColumn = add(nextQCol_, headColumn), resultColumn = add(qCol_, headColumn);
     for (int64_t column = 0; column < headDim_; column += queryLine)
-      memref::PrefetchOp::create(
-          b_, loc_, query_, ValueRange{nextBatch_, nextRow, add(nextQCol_, add(headColumn, index(column)))},
-          /*isWrite=*/false, queryLocality, /*isDataCache=*/true);
+      memref::PrefetchOp::create(b_, loc_, query_,
+                                 ValueRange{nextBatch_, nextRow, add(queryColumn, index(column))},
+                                 /*isWrite=*/false, queryLocality, /*isDataCache=*/true);
     for (int64_t column = 0; column < headDim_; column += resultLine)
       memref::PrefetchOp::create(b_, loc_, out_,
-                                 ValueRange{batch_, row, add(qCol_, add(headColumn, index(column)))},
+                                 ValueRange{batch_, row, add(resultColumn, index(column))},
                                  /*isWrite=*/true, /*localityHint=*/3, /*isDataCache=*/true);
   }
 }

@@ -169,11 +169,9 @@ Value packPanels(PatternRewriter &rewriter, Location loc, Value weight, int64_t 
 /// and rounded again); or else `value` rounded to bf16.
 Value inBf16(PatternRewriter &rewriter, Location loc, Value value) {
   Type bf16 = rewriter.getBF16Type();
-  if (auto attention = value.getDefiningOp<mha::AttentionOp>();
-      attention && value.hasOneUse()) {
-    rewriter.modifyOpInPlace(attention, [&] {
-      value.setType(cast<RankedTensorType>(value.getType()).clone(bf16));
-    });
+  if (auto attention = value.getDefiningOp<mha::AttentionOp>(); attention && value.hasOneUse()) {
+    rewriter.modifyOpInPlace(
+        attention, [&] { value.setType(cast<RankedTensorType>(value.getType()).clone(bf16)); });
     return value;
   }
   if (auto widening = value.getDefiningOp<linalg::GenericOp>())

@@ -176,8 +176,8 @@ TEST(Resolution, TakesWholeBf16TilesWherePaddingAllows) {
   target.avx512bf16 = target.bf16DotOutrunsFma = true;
   auto block = [&](int64_t seq, DType dtype, const std::string &knobs = "") {
     std::string errors;
-    std::optional<ScheduleFile> file = read("format = 1\nlayer layer {\n" + knobs + "}\n",
-                                            target, errors);
+    std::optional<ScheduleFile> file =
+        read("format = 1\nlayer layer {\n" + knobs + "}\n", target, errors);
     EXPECT_TRUE(file) << errors;
     LayerSpec layer = makeLayer(768, 12, 64, 12, seq);
     layer.dtype = dtype;
@@ -185,11 +185,11 @@ TEST(Resolution, TakesWholeBf16TilesWherePaddingAllows) {
     EXPECT_EQ(schedule.attention.compute == AttentionCompute::Dot, dtype == DType::BF16);
     return schedule.attention.queryBlock;
   };
-  EXPECT_EQ(block(128, DType::BF16), 64);  // 128 rows, not 144
-  EXPECT_EQ(block(512, DType::BF16), 64);  // 512, not 528
-  EXPECT_EQ(block(192, DType::BF16), 64);  // 192 either way: the wider
-  EXPECT_EQ(block(197, DType::BF16), 48);  // 240, not 256
-  EXPECT_EQ(block(77, DType::BF16), 48);   // 96, not 128
+  EXPECT_EQ(block(128, DType::BF16), 64); // 128 rows, not 144
+  EXPECT_EQ(block(512, DType::BF16), 64); // 512, not 528
+  EXPECT_EQ(block(192, DType::BF16), 64); // 192 either way: the wider
+  EXPECT_EQ(block(197, DType::BF16), 48); // 240, not 256
+  EXPECT_EQ(block(77, DType::BF16), 48);  // 96, not 128
   EXPECT_EQ(block(kDynamicSize, DType::BF16), 48);
   EXPECT_EQ(block(128, DType::F32), 48);
   EXPECT_EQ(block(128, DType::BF16, "  attention_query_block = 32\n"), 32);
