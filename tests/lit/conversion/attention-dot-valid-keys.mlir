@@ -13,6 +13,11 @@
 // CHECK-LABEL: func.func @short_last_block
 // CHECK:         %[[SCALE:.*]] = arith.constant dense<0.180336878> : vector<16xf32>
 // CHECK:         %[[KEY:.*]] = arith.muli %{{.*}}, %c16 : index
+// First the next task's 16 key and value rows (one line each), fetched into L2.
+// CHECK:         %[[NEXT:.*]] = arith.addi %[[KEY]], %c16 : index
+// CHECK:         %[[NEXT_ROW:.*]] = arith.minsi %[[NEXT]], %c39 : index
+// CHECK:         memref.prefetch %{{.*}}[%{{.*}}, %[[NEXT_ROW]], %{{.*}}], read, locality<2>, data
+// CHECK-COUNT-31: memref.prefetch {{.*}}, read, locality<2>, data
 // CHECK:         %[[END:.*]] = arith.addi %[[KEY]], %c16 : index
 // CHECK:         %[[WHOLE:.*]] = arith.cmpi sle, %[[END]], %c40 : index
 // CHECK:         scf.if %[[WHOLE]] {
