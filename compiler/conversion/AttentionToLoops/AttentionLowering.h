@@ -96,6 +96,8 @@ private:
 
   /// The offset of vector `v` of the block's queries.
   Value vectorOffset(int64_t v) { return index(v * blocking_.lanes); }
+  /// Elements of `type` in a 64-byte cache line: the step of a row's prefetches.
+  static int64_t lineElements(Type type) { return 512 / type.getIntOrFloatBitWidth(); }
   Value index(int64_t value) { return arith::ConstantIndexOp::create(b_, loc_, value); }
   Value f32(double value) {
     return arith::ConstantOp::create(b_, loc_, b_.getF32FloatAttr(static_cast<float>(value)));

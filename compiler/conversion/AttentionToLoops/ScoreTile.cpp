@@ -38,7 +38,6 @@ void AttentionLowering::buildScores(Value j0, Value cols, Value crossesDiagonal)
   // A chunk is carried as its register-wide vectors, one by one: a chunk of three vectors as
   // one 48-lane vector came out of LLVM mostly scalarized (1280 instructions for 24 FMAs).
   int64_t chunkVectors = chunk / lanes;
-  int64_t lineElements = 512 / elementType_.getIntOrFloatBitWidth(); // per 64-byte line
   Value c0 = index(0), c1 = index(1);
   auto laneType = VectorType::get({lanes}, b_.getI32Type());
   Value negInf = splat(laneVector_, f32(-std::numeric_limits<double>::infinity()));
@@ -64,7 +63,7 @@ void AttentionLowering::buildScores(Value j0, Value cols, Value crossesDiagonal)
     // rows, which the p.v update reads after the block's scores and softmax: a head's values
     // come from L3 for its first query block.
     auto prefetch = [&](Value memref, Value row) {
-      for (int64_t column = 0; column < headDim_; column += lineElements)
+      for (int64_t column = 0; column < headDim_; column += lineElements(elementType_))
         memref::PrefetchOp::create(b_, loc_, memref,
                                    ValueRange{batch_, row, add(kvCol_, index(column))},
                                    /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);

@@ -76,8 +76,6 @@ void AttentionLowering::locateNextBlock(Value group, int64_t groups, Value batch
 }
 
 void AttentionLowering::buildRowPrefetches(Value rowTile, int64_t queryLocality) {
-  int64_t queryLine = 512 / elementType_.getIntOrFloatBitWidth();
-  int64_t resultLine = 512 / resultElementType_.getIntOrFloatBitWidth();
   Value positions = index(blocking_.positions);
   for (int64_t t = 0; t < blocking_.queryTile; ++t) {
     // Row r of a block is position r % positions of its group's query head r / positions;
@@ -91,11 +89,11 @@ void AttentionLowering::buildRowPrefetches(Value rowTile, int64_t queryLocality)
     Value nextRow = minIndex(add(nextI0_, position), lastPosition_);
     Value row = minIndex(add(i0_, position), lastPosition_);
     Value queryColumn = add(nextQCol_, headColumn), resultColumn = add(qCol_, headColumn);
-    for (int64_t column = 0; column < headDim_; column += queryLine)
+    for (int64_t column = 0; column < headDim_; column += lineElements(elementType_))
       memref::PrefetchOp::create(b_, loc_, query_,
                                  ValueRange{nextBatch_, nextRow, add(queryColumn, index(column))},
                                  /*isWrite=*/false, queryLocality, /*isDataCache=*/true);
-    for (int64_t column = 0; column < headDim_; column += resultLine)
+    for (int64_t column = 0; column < headDim_; column += lineElements(resultElementType_))
       memref::PrefetchOp::create(b_, loc_, out_,
                                  ValueRange{batch_, row, add(resultColumn, index(column))},
                                  /*isWrite=*/true, /*localityHint=*/3, /*isDataCache=*/true);
