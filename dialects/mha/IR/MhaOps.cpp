@@ -38,9 +38,11 @@ LogicalResult LinearOp::verify() {
   auto resultType = getResult().getType();
   Type elementType = inputType.getElementType();
 
-  if (weightType.getElementType() != elementType || resultType.getElementType() != elementType ||
+  if (weightType.getElementType() != elementType ||
       (getBias() && getBias().getType().getElementType() != elementType))
-    return emitOpError("requires input, weight, bias and result to share one element type");
+    return emitOpError("requires input, weight and bias to share one element type");
+  if (resultType.getElementType() != elementType && !resultType.getElementType().isBF16())
+    return emitOpError("requires a result of the input's element type, or bf16");
 
   if (!weightType.hasStaticShape())
     return emitOpError("requires a weight of static shape, got ") << weightType;
@@ -88,10 +90,6 @@ LogicalResult AttentionOp::verify() {
 
   if (queryType.getElementType() != keyType.getElementType())
     return emitOpError("requires query, key and value to share one element type");
-  Type resultElement = getResult().getType().getElementType();
-  if (resultElement != queryType.getElementType() && !resultElement.isBF16())
-    return emitOpError("requires a result of the query's element type, or bf16");
-
   if (heads % kvHeads != 0)
     return emitOpError("kv_heads (") << kvHeads << ") must divide heads (" << heads << ")";
 

@@ -20,8 +20,10 @@ def Mha_LinearOp : Mha_Op<"linear", [Pure]> {
     Applies a linear map to the last dimension of `input`: for an input of shape `[..., K]` and a
     weight of shape `[N, K]` the result has shape `[..., N]`. The weight keeps PyTorch's
     `[out, in]` layout; the optional `bias` has shape `[N]`. Leading (batch) dimensions may be
-    dynamic; the contracted and produced dimensions are static. Operands and result share one
-    element type, and products are accumulated in f32.
+    dynamic; the contracted and produced dimensions are static. Operands share one element type
+    and products are accumulated in f32; the result has the operands' element type, or bf16
+    (each element rounded to nearest even as it is stored: a widened bf16 layer's projections
+    whose results attention's bf16 products read store them so).
 
     ```mlir
     %q = mha.linear %x, %wq bias %bq
@@ -55,9 +57,10 @@ def Mha_AttentionOp : Mha_Op<"attention",
 
     `query` is `[B, S, heads * head_dim]`, `key` and `value` are `[B, Skv, kv_heads * head_dim]`,
     and the result has the query's shape. Head `h` occupies columns `h * head_dim` to
-    `(h + 1) * head_dim - 1` of its tensor. `B`, `S` and `Skv` may be dynamic. The result's
-    element type is the query's, or bf16 where only its rounding to bf16 is used (each element
-    rounded to nearest even as it is stored: a projection of bf16 pairs reads it so).
+    `(h + 1) * head_dim - 1` of its tensor. `B`, `S` and `Skv` may be dynamic. The softmax and
+    every sum are computed in f32; the result's element type need not be the operands': f32
+    (stored as computed) or bf16 (each element rounded to nearest even as it is stored: a
+    projection of bf16 pairs reads it so).
 
     Masks: with `causal`, key `j` is masked for query `i` when `j > i + (Skv - S)` (aligned to
     the bottom right when `S != Skv`). With a `kv_lens` operand (`[B]` of i32), keys

@@ -2,8 +2,16 @@
 // RUN: mhac-opt %s --split-input-file --verify-diagnostics
 
 func.func @linear_element_types(%x: tensor<1x2x4xf32>, %w: tensor<4x4xbf16>) {
-  // expected-error @+1 {{requires input, weight, bias and result to share one element type}}
+  // expected-error @+1 {{requires input, weight and bias to share one element type}}
   %0 = mha.linear %x, %w : (tensor<1x2x4xf32>, tensor<4x4xbf16>) -> tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_result_type(%x: tensor<1x2x4xbf16>, %w: tensor<4x4xbf16>) {
+  // expected-error @+1 {{requires a result of the input's element type, or bf16}}
+  %0 = mha.linear %x, %w : (tensor<1x2x4xbf16>, tensor<4x4xbf16>) -> tensor<1x2x4xf32>
   return
 }
 
@@ -156,14 +164,6 @@ func.func @attention_key_value_types(%q: tensor<1x2x8xf32>, %k: tensor<1x2x8xf32
 func.func @attention_result_shape(%q: tensor<1x2x8xf32>) {
   // expected-error @+1 {{failed to verify that all of {query, result} have same shape}}
   %0 = mha.attention %q, %q, %q heads(2) kv_heads(2) head_dim(4) scale(0.5) : (tensor<1x2x8xf32>, tensor<1x2x8xf32>, tensor<1x2x8xf32>) -> tensor<1x3x8xf32>
-  return
-}
-
-// -----
-
-func.func @attention_result_type(%q: tensor<1x2x8xbf16>) {
-  // expected-error @+1 {{requires a result of the query's element type, or bf16}}
-  %0 = mha.attention %q, %q, %q heads(2) kv_heads(2) head_dim(4) scale(0.5) : (tensor<1x2x8xbf16>, tensor<1x2x8xbf16>, tensor<1x2x8xbf16>) -> tensor<1x2x8xf32>
   return
 }
 

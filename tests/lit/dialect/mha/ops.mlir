@@ -37,6 +37,17 @@ func.func @rounded_result(%q: tensor<?x9x64xf32>) -> tensor<?x9x64xbf16> {
   return %a : tensor<?x9x64xbf16>
 }
 
+// A projection of f32 operands stored rounded to bf16, and an attention of bf16 operands
+// whose result is f32.
+// CHECK-LABEL: func.func @mixed_element_types
+func.func @mixed_element_types(%x: tensor<2x9x64xf32>, %w: tensor<64x64xf32>) -> tensor<2x9x64xf32> {
+  // CHECK: mha.linear %{{.*}}, %{{.*}} : (tensor<2x9x64xf32>, tensor<64x64xf32>) -> tensor<2x9x64xbf16>
+  %q = mha.linear %x, %w : (tensor<2x9x64xf32>, tensor<64x64xf32>) -> tensor<2x9x64xbf16>
+  // CHECK: mha.attention {{.*}} : (tensor<2x9x64xbf16>, tensor<2x9x64xbf16>, tensor<2x9x64xbf16>) -> tensor<2x9x64xf32>
+  %a = mha.attention %q, %q, %q heads(1) kv_heads(1) head_dim(64) scale(0.125) : (tensor<2x9x64xbf16>, tensor<2x9x64xbf16>, tensor<2x9x64xbf16>) -> tensor<2x9x64xf32>
+  return %a : tensor<2x9x64xf32>
+}
+
 // The ops have no side effects: an unused one folds away.
 // RUN: mhac-opt %s --canonicalize | FileCheck %s --check-prefix=DCE
 // DCE-LABEL: func.func @unused
