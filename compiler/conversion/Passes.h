@@ -33,6 +33,9 @@ constexpr llvm::StringLiteral kBf16PairsAttr = "mhac.bf16_pairs";
 /// On a register tile of bf16 pairs that the tiling left whole for AMX (bf16_compute = amx),
 /// which mhac-amx-pair-tiles writes as tile loads and tdpbf16ps.
 constexpr llvm::StringLiteral kAmxTileAttr = "mhac.amx_tile";
+/// On the rounding of a panel projection's f32 accumulators to its bf16 result, which
+/// mhac-fuse-roundings-into-tiles moves into the projection's cache tiles.
+constexpr llvm::StringLiteral kRoundingAttr = "mhac.rounding";
 /// The function that prepares the parameters of layer NAME is `mhac_prepare_NAME`.
 constexpr llvm::StringLiteral kPreparationPrefix = "mhac_prepare_";
 

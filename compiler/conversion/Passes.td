@@ -19,7 +19,17 @@ def WidenBf16Layer : Pass<"mhac-widen-bf16-layer", "mlir::func::FuncOp"> {
     without bf16 arithmetic this is the fast path (the schedule's `bf16_compute = f32`). The
     arguments it widens for an mha.linear's weight or bias are marked `mhac.parameter`, so that
     the weight preparation widens the weights once, into f32 panels.
+
+    With `bf16-attention-operands` (attention's products in bf16), the projections an
+    attention reads as its query, key and value return bf16 instead: those products would
+    round them anyway, and a projection rounds its f32 accumulators in its own tiles, so that
+    its result is written, and attention reads it, at half the bytes. Only where all three are
+    such projections, read by attentions alone (an attention's operands share one type).
   }];
+  let options = [
+    Option<"bf16AttentionOperands", "bf16-attention-operands", "bool", /*default=*/"false",
+           "Projections read only as attention's operands return bf16">,
+  ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",
     "mlir::linalg::LinalgDialect",
@@ -55,11 +65,16 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
     column, pair, half), with f32 sums (`mhac.bf16_pairs`): the layout of AVX512-BF16's
     vdpbf16ps, which mhac-vectorize-bf16-pairs emits.
 
-    Projections whose results are only an attention's keys or values, at a width that is a
-    multiple of 256 elements, write into rows padded by `row-padding` elements (a
+    Projections whose results are only an attention's keys or values, in rows a multiple of
+    1 KiB long, write into rows padded by `row-padding` 4-byte words (a
     `bufferization.alloc_tensor` seen through `tensor.extract_slice`): attention re-reads them
     for every query block, and rows a multiple of 1 KiB apart would share a quarter of the
     cache sets.
+
+    A projection whose result is bf16 (with f32 operands: mhac-widen-bf16-layer's
+    `bf16-attention-operands`) accumulates in f32 and rounds once; a panel projection marks
+    that rounding (`mhac.rounding`, per part where its last cache tile is split off) for
+    mhac-fuse-roundings-into-tiles.
   }];
   let options = [
     Option<"panelWidth", "panel-width", "int64_t", /*default=*/"0",
@@ -71,8 +86,8 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
     Option<"cacheRows", "cache-rows", "int64_t", /*default=*/"0",
            "Rows of the cache tile (with row-tile; 0 splits none)">,
     Option<"rowPadding", "row-padding", "int64_t", /*default=*/"16",
-           "Elements of padding after each row of keys, values and unpacked transposed "
-           "weights whose width is a multiple of 256 (0: none)">,
+           "4-byte words of padding after each row of keys, values and unpacked transposed "
+           "weights whose rows are a multiple of 1 KiB long (0: none)">,
     Option<"bf16Pairs", "bf16-pairs", "bool", /*default=*/"false",
            "Panel projections of a widened bf16 layer multiply bf16 pairs (vdpbf16ps's "
            "layout)">,
@@ -261,6 +276,23 @@ def AmxPairTiles : Pass<"mhac-amx-pair-tiles", "mlir::func::FuncOp"> {
     "mlir::scf::SCFDialect",
     "mlir::vector::VectorDialect",
     "mlir::x86vector::X86VectorDialect",
+  ];
+}
+
+def FuseRoundingsIntoTiles : Pass<"mhac-fuse-roundings-into-tiles", "mlir::func::FuncOp"> {
+  let summary = "Round a projection's bf16 result in its cache tiles";
+  let description = [{
+    Runs after the tiling schedule, on tensors. Each rounding of a panel projection's f32
+    accumulators to its bf16 result (a `linalg.generic` marked `mhac.rounding`) whose input is
+    the projection's `scf.forall` of cache tiles is fused into that loop: each tile rounds its
+    own accumulators, a row (a panel's columns) at a time, vectorized, while they are in L2.
+    A rounding whose projection has no cache tiles (a user's tiling script) is left whole.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect",
+    "mlir::vector::VectorDialect",
   ];
 }
 

@@ -97,7 +97,8 @@ LogicalResult lowerMhaToLinalg(ModuleOp module, const LayerSchedules &schedules,
         // projections' operands are taken back in bf16.
         bool pairs = s.bf16Compute == Bf16Compute::Dot || s.bf16Compute == Bf16Compute::Amx;
         if (s.bf16Compute == Bf16Compute::F32 || pairs)
-          pm.addPass(createWidenBf16Layer());
+          pm.addPass(createWidenBf16Layer(
+              WidenBf16LayerOptions{s.attention.compute != AttentionCompute::F32}));
         pm.addPass(createConvertMhaToLinalg(ConvertMhaToLinalgOptions{
             p.registerCols, p.splitLastCacheTile ? p.registerRows : 0, p.cacheRows, p.rowPadding,
             pairs}));
@@ -151,7 +152,8 @@ LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const LayerSchedules &sc
                                        const CpuTarget &target, const PassManagerSetup &setup) {
   if (failed(applyTilingSchedules(module, schedules)) ||
       failed(runPipeline(module,
-                         "func.func(mhac-vectorize-bf16-pairs), canonicalize, cse,"
+                         "func.func(mhac-fuse-roundings-into-tiles, mhac-vectorize-bf16-pairs),"
+                         "canonicalize, cse,"
                          "mhac-layer-results-to-out-arguments, eliminate-empty-tensors",
                          setup)) ||
       failed(bufferize(module)) ||

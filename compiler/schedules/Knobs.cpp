@@ -104,8 +104,8 @@ std::vector<Knob> makeKnobs() {
           KnobId::ProjectionPrefetchNextBlock, "projection_prefetch_next_block",
           "tiles prefetch the next weight block into L2", kBoolean, 0, 1),
       makeKnob<kProjection, &P::rowPadding>(KnobId::ProjectionRowPadding, "projection_row_padding",
-                                            "padding of rows 1 KiB apart, in elements", kInteger, 0,
-                                            256),
+                                            "padding of rows 1 KiB apart, in 4-byte words",
+                                            kInteger, 0, 256),
       makeKnob<kProjection, &P::transposeTile>(
           KnobId::ProjectionTransposeTile, "projection_transpose_tile",
           "tile side of unpacked weights' transposes", kInteger, 1, 1024),

@@ -24,9 +24,14 @@ using namespace mlir;
 namespace mhac {
 namespace {
 
-/// Widths (in elements) whose multiples make rows alias in the L1 cache: rows 1 KiB of f32
-/// apart share a quarter of its sets. The schedule's row padding breaks the aliasing.
-constexpr int64_t kAliasingWidth = 256;
+/// The elements of padding after each row of `width` elements of `element`, for `padding` (the
+/// schedule's row padding, in 4-byte words): rows a multiple of 1 KiB apart share a quarter of
+/// L1's sets, and are padded by that many bytes (one cache line by default) to break the
+/// aliasing; other rows are not.
+int64_t rowPaddingOf(int64_t width, Type element, int64_t padding) {
+  int64_t bytes = element.getIntOrFloatBitWidth() / 8;
+  return width * bytes % 1024 == 0 ? padding * 4 / bytes : 0;
+}
 
 /// Marks `value`, an argument of the layer function, as one of its parameters.
 void markParameter(Value value) {
@@ -185,6 +190,33 @@ Value inBf16(PatternRewriter &rewriter, Location loc, Value value) {
   });
 }
 
+/// `accumulators` rounded to nearest even into `destination` (bf16, of their shape), element by
+/// element.
+Value roundAccumulators(OpBuilder &b, Location loc, Value accumulators, Value destination) {
+  auto type = cast<RankedTensorType>(destination.getType());
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(type.getRank(), b.getContext());
+  SmallVector<utils::IteratorType> iterators(type.getRank(), utils::IteratorType::parallel);
+  auto rounding = linalg::GenericOp::create(
+      b, loc, type, ValueRange{accumulators}, ValueRange{destination},
+      ArrayRef<AffineMap>{identity, identity}, iterators,
+      [&](OpBuilder &nested, Location at, ValueRange args) {
+        Value rounded = arith::TruncFOp::create(nested, at, type.getElementType(), args[0]);
+        linalg::YieldOp::create(nested, at, rounded);
+      });
+  return rounding.getResult(0);
+}
+
+/// `matrix` [M][N] seen as [M][N / panel][panel] (a free reshape).
+Value asPanels(OpBuilder &b, Location loc, Value matrix, int64_t panel) {
+  auto type = cast<RankedTensorType>(matrix.getType());
+  int64_t panels = type.getDimSize(1) / panel;
+  return tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get({type.getDimSize(0), panels, panel}, type.getElementType()),
+      matrix, ArrayRef<ReassociationIndices>{{0}, {1, 2}},
+      ArrayRef<OpFoldResult>{tensor::getMixedSize(b, loc, matrix, 0), b.getIndexAttr(panels),
+                             b.getIndexAttr(panel)});
+}
+
 /// y[M, N] = x[M, K] W[N, K]^T + bias, accumulated in f32, with the weight prepared as column
 /// panels (`packed`, in packPanels' layout): each panel is contiguous, so a
 /// register tile streams one panel's rows from consecutive cache lines. The output is seen as
@@ -197,21 +229,27 @@ Value inBf16(PatternRewriter &rewriter, Location loc, Value value) {
 /// panel is in L2. Left inside a tiled projection, those rows (a number the tiling cannot
 /// prove) would go one at a time, each accumulator's FMAs a latency apart; split off as a
 /// projection of their own rows alone, they would read every panel once more, from L3.
-Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, Value packed,
-                   Value bias, Value destination, int64_t rowTile, int64_t cacheRows) {
+///
+/// With `rounded` (bf16, [M, N]), each part's accumulators are rounded into it, marked for
+/// mhac-fuse-roundings-into-tiles, and the result is `rounded`'s.
+Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, Value packed, Value bias,
+                   Value destination, int64_t rowTile, int64_t cacheRows, Value rounded = Value()) {
   auto packedType = cast<RankedTensorType>(packed.getType());
   int64_t panels = packedType.getDimSize(0), panel = packedType.getDimSize(2);
 
   // The accumulator [M][N / P][P] (the destination [M][N] seen so), from the bias seen as
   // [N / P][P], or zero.
-  auto destinationType = cast<RankedTensorType>(destination.getType());
-  int64_t rows = destinationType.getDimSize(0);
-  auto accType = RankedTensorType::get({rows, panels, panel}, rewriter.getF32Type());
-  SmallVector<OpFoldResult> accShape = {tensor::getMixedSize(rewriter, loc, destination, 0),
-                                        rewriter.getIndexAttr(panels),
-                                        rewriter.getIndexAttr(panel)};
-  Value acc = tensor::ExpandShapeOp::create(
-      rewriter, loc, accType, destination, ArrayRef<ReassociationIndices>{{0}, {1, 2}}, accShape);
+  int64_t rows = cast<RankedTensorType>(destination.getType()).getDimSize(0);
+  Value acc = asPanels(rewriter, loc, destination, panel);
+  // What the parts write into: the accumulators themselves, or their rounding.
+  Value result = rounded ? asPanels(rewriter, loc, rounded, panel) : acc;
+  auto finishPart = [&](Value product, Value resultRows) {
+    if (!rounded)
+      return product;
+    Value roundedPart = roundAccumulators(rewriter, loc, product, resultRows);
+    roundedPart.getDefiningOp()->setAttr(kRoundingAttr, rewriter.getUnitAttr());
+    return roundedPart;
+  };
   if (bias)
     bias = tensor::ExpandShapeOp::create(
         rewriter, loc,
@@ -225,23 +263,27 @@ Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, Value p
                           ? (rows - 1) / cacheRows * cacheRows
                           : 0;
   if (firstRows == 0) {
-    acc = panelMultiply(rewriter, loc, input, packed, bias, acc);
+    result = finishPart(panelMultiply(rewriter, loc, input, packed, bias, acc), result);
   } else {
-    // Each part written in place into its rows of `acc`.
+    // Each part written in place into its rows of `result`.
     for (auto [first, count] :
          {std::pair{int64_t(0), firstRows}, std::pair{firstRows, rows - firstRows}}) {
       RowRange inputRange(rewriter, loc, input, first, count);
-      RowRange accRange(rewriter, loc, acc, first, count);
+      RowRange range(rewriter, loc, result, first, count);
+      auto rowsOf = [&](Value tensor) {
+        return tensor::ExtractSliceOp::create(rewriter, loc, tensor, range.offsets, range.sizes,
+                                              range.strides);
+      };
       Value inputRows = tensor::ExtractSliceOp::create(
           rewriter, loc, input, inputRange.offsets, inputRange.sizes, inputRange.strides);
-      Value accRows = tensor::ExtractSliceOp::create(rewriter, loc, acc, accRange.offsets,
-                                                     accRange.sizes, accRange.strides);
+      Value accRows = rowsOf(rounded ? acc : result);
       Value product = panelMultiply(rewriter, loc, inputRows, packed, bias, accRows);
-      acc = tensor::InsertSliceOp::create(rewriter, loc, product, acc, accRange.offsets,
-                                          accRange.sizes, accRange.strides);
+      Value part = finishPart(product, rounded ? rowsOf(result).getResult() : Value());
+      result = tensor::InsertSliceOp::create(rewriter, loc, part, result, range.offsets,
+                                             range.sizes, range.strides);
     }
   }
-  return tensor::CollapseShapeOp::create(rewriter, loc, acc,
+  return tensor::CollapseShapeOp::create(rewriter, loc, result,
                                          ArrayRef<ReassociationIndices>{{0}, {1, 2}});
 }
 
@@ -282,16 +324,18 @@ Value sliceAlong(OpBuilder &b, Location loc, Value value, int64_t dim, int64_t f
 /// The panel products of a projection in column blocks (columnBlocks), each written into its
 /// columns of `destination` [M, N]. The blocks' panels are prepared as one weight: each
 /// block's packed panels, flattened, one after the other. With `pairs` (whole panels only),
-/// the product of bf16 pairs, `input` already in bf16.
+/// the product of bf16 pairs, `input` already in bf16. With `rounded` and a single block, the
+/// result is rounded into it (panelProduct); else the result is f32.
 Value blockedPanelProduct(PatternRewriter &rewriter, Location loc, Value input, mha::LinearOp op,
                           Value destination, ArrayRef<int64_t> blocks, int64_t panel,
-                          int64_t rowTile, int64_t cacheRows, bool pairs) {
+                          int64_t rowTile, int64_t cacheRows, bool pairs, Value rounded) {
   Value weight = op.getWeight(), bias = op.getBias();
   if (pairs || blocks.size() == 1) {
     Value packed = pairs ? packPanels(rewriter, loc, inBf16(rewriter, loc, weight), panel, true)
                          : packPanels(rewriter, loc, weight, std::min(blocks.front(), panel));
     markPrepared(packed);
-    return panelProduct(rewriter, loc, input, packed, bias, destination, rowTile, cacheRows);
+    return panelProduct(rewriter, loc, input, packed, bias, destination, rowTile, cacheRows,
+                        rounded);
   }
   auto weightType = cast<RankedTensorType>(weight.getType());
   int64_t in = weightType.getDimSize(1);
@@ -415,7 +459,7 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
     Location loc = op.getLoc();
     auto inputType = op.getInput().getType();
     auto resultType = op.getResult().getType();
-    Type elementType = inputType.getElementType();
+    Type elementType = resultType.getElementType();
     Type f32 = rewriter.getF32Type();
     int64_t rank = inputType.getRank();
     int64_t outFeatures = resultType.getDimSize(rank - 1);
@@ -452,8 +496,7 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
     // 1 KiB apart would crowd into a quarter of the sets of L1 and L2 (a head's 1 MiB of keys
     // and values at S = 2048 would not stay in L2), so their rows are padded (by default by
     // one cache line). (Not through tensor.reshape, which needs contiguous rows.)
-    bool padRows = outFeatures % kAliasingWidth == 0 && resultType.getNumDynamicDims() <= 1 &&
-                   feedsKeysOrValues(op);
+    bool padRows = resultType.getNumDynamicDims() <= 1 && feedsKeysOrValues(op);
     // A result the layer returns is computed in a fresh tensor of its own shape, which
     // mhac-layer-results-to-out-arguments then makes the caller's out buffer. An [M, N] tensor
     // (not the out argument's type) would get a buffer of its own, copied into `out` at the
@@ -463,35 +506,23 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
     RowBuffer resultBuffer =
         returned ? RowBuffer(rewriter, loc, resultType, op.getInput(), reassociation)
                  : RowBuffer(rewriter, loc, rows, outFeatures, elementType, dynamicRows,
-                             padRows ? rowPadding : 0);
+                             padRows ? rowPaddingOf(outFeatures, elementType, rowPadding) : 0);
     Value accumulator = elementType == f32 ? resultBuffer.view
                                            : tensor::EmptyOp::create(rewriter, loc,
                                                                      ArrayRef<int64_t>{rows, outFeatures},
                                                                      f32, dynamicRows);
     Value product;
     if (!blocks.empty())
-      product = blockedPanelProduct(rewriter, loc, input, op, accumulator, blocks, panelWidth,
-                                    rowTile, cacheRows, pairs);
+      product =
+          blockedPanelProduct(rewriter, loc, input, op, accumulator, blocks, panelWidth, rowTile,
+                              cacheRows, pairs, elementType == f32 ? Value() : resultBuffer.view);
     else
       product = matmulProduct(rewriter, loc, input, op, accumulator, rowPadding);
 
-    // bf16 layers round the f32 accumulator once.
+    // bf16 results round the f32 accumulator once (panel products already have).
     Value result = product;
-    if (elementType != f32) {
-      auto roundedType = cast<RankedTensorType>(resultBuffer.view.getType());
-      MLIRContext *ctx = rewriter.getContext();
-      AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
-      result = linalg::GenericOp::create(
-                   rewriter, loc, roundedType, ValueRange{product}, ValueRange{resultBuffer.view},
-                   ArrayRef<AffineMap>{identity, identity},
-                   ArrayRef<utils::IteratorType>{utils::IteratorType::parallel,
-                                                 utils::IteratorType::parallel},
-                   [&](OpBuilder &b, Location nested, ValueRange args) {
-                     Value rounded = arith::TruncFOp::create(b, nested, elementType, args[0]);
-                     linalg::YieldOp::create(b, nested, rounded);
-                   })
-                   .getResult(0);
-    }
+    if (getElementTypeOrSelf(product.getType()) != elementType)
+      result = roundAccumulators(rewriter, loc, product, resultBuffer.view);
     result = resultBuffer.finish(result);
 
     // Restore the leading dimensions: [M, N] -> [..., N].
@@ -531,7 +562,8 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
     int64_t in = weightType.getDimSize(1), out = weightType.getDimSize(0);
     Type weightElement = weightType.getElementType();
     Value transposed;
-    if (out % kAliasingWidth != 0 || rowPadding == 0) {
+    int64_t padding = rowPaddingOf(out, weightElement, rowPadding);
+    if (padding == 0) {
       Value empty =
           tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{in, out}, weightElement);
       transposed =
@@ -541,8 +573,8 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
     } else {
       // Rows a multiple of 1 KiB apart map to the same L1 sets: the register tiles, which read
       // one row of W^T per step, would evict each other. The rows are padded.
-      Value padded = tensor::EmptyOp::create(
-          rewriter, loc, ArrayRef<int64_t>{in, out + rowPadding}, weightElement);
+      Value padded = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{in, out + padding},
+                                             weightElement);
       SmallVector<OpFoldResult> zeros(2, rewriter.getIndexAttr(0));
       SmallVector<OpFoldResult> sizes = {rewriter.getIndexAttr(in), rewriter.getIndexAttr(out)};
       SmallVector<OpFoldResult> ones(2, rewriter.getIndexAttr(1));

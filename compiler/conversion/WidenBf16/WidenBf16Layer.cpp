@@ -13,6 +13,7 @@
 #include "dialects/mha/IR/MhaOps.h"
 
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace mhac {
 #define GEN_PASS_DEF_WIDENBF16LAYER
@@ -29,7 +30,55 @@ bool isBf16Tensor(Type type) {
   return tensor && tensor.getElementType().isBF16();
 }
 
+/// The projections `attention` reads, where all three of its operands are projections of
+/// `widened` that only attentions read as operands; else none.
+SmallVector<mha::LinearOp, 3> operandProjections(mha::AttentionOp attention,
+                                                 const llvm::DenseSet<Operation *> &widened) {
+  SmallVector<mha::LinearOp, 3> projections;
+  for (Value operand : {attention.getQuery(), attention.getKey(), attention.getValue()}) {
+    auto projection = operand.getDefiningOp<mha::LinearOp>();
+    if (!projection || !widened.contains(projection) ||
+        !llvm::all_of(projection->getUsers(), llvm::IsaPred<mha::AttentionOp>))
+      return {};
+    projections.push_back(projection);
+  }
+  return projections;
+}
+
+/// Makes the projections (of `widened`, those that were bf16) of every attention whose
+/// operands are all such projections return bf16 again. A projection two attentions read is
+/// rounded only if both qualify: no attention is left with operands of two types.
+void roundAttentionOperands(func::FuncOp func, const llvm::DenseSet<Operation *> &widened) {
+  llvm::MapVector<Operation *, SmallVector<mha::LinearOp, 3>> qualified;
+  func.walk([&](mha::AttentionOp attention) {
+    if (auto projections = operandProjections(attention, widened); !projections.empty())
+      qualified[attention] = projections;
+  });
+  for (bool dropped = true; dropped;) {
+    dropped = false;
+    for (auto it = qualified.begin(); it != qualified.end(); ++it) {
+      bool sharedWithOther = llvm::any_of(it->second, [&](mha::LinearOp projection) {
+        return llvm::any_of(projection->getUsers(),
+                            [&](Operation *reader) { return !qualified.contains(reader); });
+      });
+      if (sharedWithOther) {
+        qualified.erase(it);
+        dropped = true;
+        break;
+      }
+    }
+  }
+  Type bf16 = BFloat16Type::get(func.getContext());
+  for (auto &[attention, projections] : qualified)
+    for (mha::LinearOp projection : projections) {
+      Value result = projection.getResult();
+      result.setType(cast<RankedTensorType>(result.getType()).clone(bf16));
+    }
+}
+
 struct WidenBf16LayerPass : impl::WidenBf16LayerBase<WidenBf16LayerPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal())
@@ -60,12 +109,17 @@ struct WidenBf16LayerPass : impl::WidenBf16LayerBase<WidenBf16LayerPass> {
       for (OpOperand *use : uses)
         use->set(wide);
     }
+    llvm::DenseSet<Operation *> widenedProjections;
     func.walk([&](Operation *op) {
       if (!isa<mha::LinearOp, mha::AttentionOp>(op))
         return;
+      if (isa<mha::LinearOp>(op) && isBf16Tensor(op->getResult(0).getType()))
+        widenedProjections.insert(op);
       for (Value result : op->getResults())
         result.setType(widened(result.getType()));
     });
+    if (bf16AttentionOperands)
+      roundAttentionOperands(func, widenedProjections);
     func.walk([&](func::ReturnOp ret) {
       OpBuilder before(ret);
       for (OpOperand &operand : ret->getOpOperands()) {
