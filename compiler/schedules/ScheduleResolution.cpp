@@ -200,6 +200,21 @@ int64_t bf16ProductsQueryBlock(int64_t value, const LayerSpec &layer, const CpuT
   return paddedRows(wide) <= paddedRows(value) ? wide : value;
 }
 
+/// The keys of a block of a layer whose attention multiplies bf16: the default's, or all of
+/// a static key sequence of at most kWholeKeysBlock keys (rounded up to whole steps of 32
+/// keys) where the default would split it. A second, short block costs a whole block's
+/// softmax pass and rescaling of the accumulators for a few keys (128 keys in blocks of 96
+/// and 32), and on AMX, whose tiles compute whole blocks, the padding of 64 keys; one block's
+/// scores (128 keys x 64 queries x 4 bytes) still fit L1.
+int64_t bf16ProductsKeyBlock(int64_t value, const LayerSpec &layer, const Schedule &schedule) {
+  constexpr int64_t kWholeKeysBlock = 128, kStep = 2 * kAmxTileRows;
+  if (schedule.attention.compute == AttentionCompute::F32 || layer.kvSeq == kDynamicSize ||
+      layer.kvSeq <= value)
+    return value;
+  int64_t whole = (layer.kvSeq + kStep - 1) / kStep * kStep;
+  return whole <= kWholeKeysBlock ? whole : value;
+}
+
 /// The keys from which the calls of a CPU layer whose keys are known at run time only grow
 /// their query blocks (attention_long_keys = 0 in a default file): where a head's keys and
 /// values fill L2, the point from which keyStreamingQueryBlock would grow a static layer's
@@ -255,7 +270,8 @@ bool amxPreferred(const LayerSpec &layer, const CpuTarget &target, const Schedul
 /// chunks of about equal width (a head of 5 vectors in chunks of 3 and 2, not 4 and 1); cache
 /// tiles start from at least one register tile, and those of a few rows balance their tasks
 /// (balancedCacheCols, balancedCacheRows); query blocks of bf16 products take four vectors
-/// where that pads no more rows (bf16ProductsQueryBlock), and grow where keys stream from L3
+/// where that pads no more rows (bf16ProductsQueryBlock), their key blocks take a short key
+/// sequence whole (bf16ProductsKeyBlock), and grow where keys stream from L3
 /// (keyStreamingQueryBlock; at run time, from keyStreamingLongKeys keys on); bf16 layers on
 /// AMX targets take AMX's register tiles and kernels (amxPreferred), their attention bf16
 /// products only where the layer's scale is at most 1; a short call's tensor-core blocks fill
@@ -274,6 +290,8 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
   if ((id == KnobId::ProjectionRegisterRows || id == KnobId::ProjectionRegisterCols) &&
       amxPreferred(layer, target, schedule))
     return kAmxRegisterTile;
+  if (id == KnobId::AttentionKeyBlock)
+    return bf16ProductsKeyBlock(value, layer, schedule);
   if (id == KnobId::AttentionQueryBlock)
     return keyStreamingQueryBlock(bf16ProductsQueryBlock(value, layer, target, schedule), layer,
                                   target, schedule);

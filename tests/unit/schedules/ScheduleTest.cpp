@@ -195,6 +195,33 @@ TEST(Resolution, TakesWholeBf16TilesWherePaddingAllows) {
   EXPECT_EQ(block(128, DType::BF16, "  attention_query_block = 32\n"), 32);
 }
 
+/// bf16 products take a static key sequence of at most 128 keys (in steps of 32) as one block
+/// where the default of 96 would split it; f32 products, dynamic keys, longer sequences and a
+/// block set in the file keep theirs. The f32 kernels' score tiles (which bf16 products do not
+/// use) are fitted to divide the block.
+TEST(Resolution, TakesShortKeySequencesWholeWithBf16Products) {
+  CpuTarget target = makeTarget(512);
+  target.avx512bf16 = target.bf16DotOutrunsFma = true;
+  auto attention = [&](int64_t seq, DType dtype, const std::string &knobs = "") {
+    std::string errors;
+    std::optional<ScheduleFile> file =
+        read("format = 1\nlayer layer {\n" + knobs + "}\n", target, errors);
+    EXPECT_TRUE(file) << errors;
+    LayerSpec layer = makeLayer(768, 12, 64, 4, seq);
+    layer.dtype = dtype;
+    return resolveSchedule(layer, target, file->find("layer"), nullptr).schedule->attention;
+  };
+  EXPECT_EQ(attention(128, DType::BF16).keyBlock, 128);
+  EXPECT_EQ(attention(128, DType::BF16).scoreTileKeys, 4);
+  EXPECT_EQ(attention(97, DType::BF16).keyBlock, 128);
+  EXPECT_EQ(attention(96, DType::BF16).keyBlock, 96);
+  EXPECT_EQ(attention(40, DType::BF16).keyBlock, 96);
+  EXPECT_EQ(attention(129, DType::BF16).keyBlock, 96);
+  EXPECT_EQ(attention(kDynamicSize, DType::BF16).keyBlock, 96);
+  EXPECT_EQ(attention(128, DType::F32).keyBlock, 96);
+  EXPECT_EQ(attention(128, DType::BF16, "  attention_key_block = 64\n").keyBlock, 64);
+}
+
 /// A layer whose keys are known at run time only keeps the default blocks and grows them 3x for
 /// calls from the keys whose head (S x Dh x 4 bytes, twice) fills the 1 MiB L2: 2048 keys of
 /// heads of 64, 1024 of heads of 128; those of static layers were sized at compile time. The
