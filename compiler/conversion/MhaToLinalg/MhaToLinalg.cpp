@@ -392,21 +392,22 @@ bool feedsKeysOrValues(mha::LinearOp op) {
   });
 }
 
-/// The [M, N] tensor a projection writes its result to: a fresh tensor, a fresh tensor of the
-/// result's shape collapsed to [M, N], or a view of one whose rows are padded
+/// The [M, N] tensor a projection writes its result to: a fresh allocation, a fresh tensor of
+/// the result's shape collapsed to [M, N], or a view of an allocation whose rows are padded
 /// (`finish` then returns the result as that view, so that bufferization writes it in place in
 /// the padded buffer).
 struct RowBuffer {
   RowBuffer(PatternRewriter &rewriter, Location loc, int64_t rows, int64_t columns,
             Type elementType, ArrayRef<Value> dynamicRows, int64_t padding)
       : rewriter(rewriter), loc(loc) {
+    // Allocations rather than tensor.empty, which CSE would share between projections of the
+    // same shape (the queries, keys and values): bufferization would then copy the first
+    // one's result into the buffers of the others before they overwrite it.
     if (padding == 0) {
-      view = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{rows, columns}, elementType,
-                                     dynamicRows);
+      view = bufferization::AllocTensorOp::create(
+          rewriter, loc, RankedTensorType::get({rows, columns}, elementType), dynamicRows);
       return;
     }
-    // An allocation rather than tensor.empty, which CSE would share between the keys and the
-    // values (and bufferization then copy one of them into an unpadded buffer).
     padded = bufferization::AllocTensorOp::create(
         rewriter, loc, RankedTensorType::get({rows, columns + padding}, elementType),
         dynamicRows);
