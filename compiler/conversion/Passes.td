@@ -14,7 +14,9 @@ def WidenBf16Layer : Pass<"mhac-widen-bf16-layer", "mlir::func::FuncOp"> {
   let description = [{
     On a layer function in the mha dialect whose tensors are bf16, widens every bf16 argument
     to f32 once (a `linalg.generic` of `arith.extf`), makes every mha op compute and return
-    f32, and rounds the returned value to bf16 (round to nearest even). The layer then runs the
+    f32, and rounds the returned value to bf16 (round to nearest even): a projection that only
+    the return reads returns bf16 itself (rounded in its tiles), any other value is rounded by
+    a `linalg.generic` of `arith.truncf`. The layer then runs the
     f32 kernels, with its intermediates (queries, keys, values, attention) in f32: on CPUs
     without bf16 arithmetic this is the fast path (the schedule's `bf16_compute = f32`). The
     arguments it widens for an mha.linear's weight or bias are marked `mhac.parameter`, so that

@@ -127,6 +127,13 @@ struct WidenBf16LayerPass : impl::WidenBf16LayerBase<WidenBf16LayerPass> {
         if (!isBf16Tensor(declared) || operand.get().getType() == declared)
           continue;
         Type bf16 = cast<RankedTensorType>(declared).getElementType();
+        // A projection the layer returns (and nothing else reads) stores its result rounded,
+        // in its own tiles, instead of a pass over its f32 result.
+        if (auto projection = operand.get().getDefiningOp<mha::LinearOp>();
+            projection && operand.get().hasOneUse()) {
+          operand.get().setType(declared);
+          continue;
+        }
         operand.set(convertElements(before, ret.getLoc(), operand.get(), bf16,
                                     [&](OpBuilder &nested, Location at, Value element) -> Value {
                                       return arith::TruncFOp::create(nested, at, bf16, element);

@@ -1,13 +1,13 @@
 // RUN: mhac-opt %s --split-input-file --mhac-widen-bf16-layer=bf16-attention-operands | FileCheck %s
 
 // Attention multiplies bf16: the projections it reads return bf16 (their rounding happens in
-// their tiles, later); its own result and the rest of the layer stay f32.
+// their tiles, later); its own result stays f32 (the output projection, returned, is bf16).
 // CHECK-LABEL: func.func @self_attention(
 // CHECK:         %[[Q:.*]] = mha.linear {{.*}} -> tensor<?x5x32xbf16>
 // CHECK:         %[[K:.*]] = mha.linear {{.*}} -> tensor<?x5x32xbf16>
 // CHECK:         %[[V:.*]] = mha.linear {{.*}} -> tensor<?x5x32xbf16>
 // CHECK:         %[[A:.*]] = mha.attention %[[Q]], %[[K]], %[[V]] {{.*}} : (tensor<?x5x32xbf16>, tensor<?x5x32xbf16>, tensor<?x5x32xbf16>) -> tensor<?x5x32xf32>
-// CHECK:         mha.linear %[[A]], {{.*}} -> tensor<?x5x32xf32>
+// CHECK:         mha.linear %[[A]], {{.*}} : (tensor<?x5x32xf32>, tensor<32x32xf32>) -> tensor<?x5x32xbf16>
 func.func @self_attention(%x: tensor<?x5x32xbf16>, %wq: tensor<32x32xbf16>, %wk: tensor<32x32xbf16>,
                           %wv: tensor<32x32xbf16>, %wo: tensor<32x32xbf16>) -> tensor<?x5x32xbf16> {
   %q = mha.linear %x, %wq : (tensor<?x5x32xbf16>, tensor<32x32xbf16>) -> tensor<?x5x32xbf16>
