@@ -168,6 +168,16 @@ TEST(Resolution, GrowsQueryBlocksWhereKeysOutgrowL2) {
   EXPECT_EQ(blocks(4, kDynamicSize), (Blocks{48, 64}));
 }
 
+/// The schedule `layer` resolves to on `target` from a file whose block sets `knobs` (lines).
+Schedule resolveWithKnobs(const CpuTarget &target, const LayerSpec &layer,
+                          const std::string &knobs) {
+  std::string errors;
+  std::optional<ScheduleFile> file =
+      read("format = 1\nlayer " + layer.name + " {\n" + knobs + "}\n", target, errors);
+  EXPECT_TRUE(file) << errors;
+  return *resolveSchedule(layer, target, file->find(layer.name), nullptr).schedule;
+}
+
 /// Where attention multiplies bf16 (a Zen 4: vdpbf16ps outruns the FMAs), a query block takes
 /// four vectors (64 rows) where that pads the sequence to no more rows than the default's 48;
 /// f32 attention, dynamic sequences and a block the file sets keep theirs.
@@ -175,13 +185,9 @@ TEST(Resolution, TakesWholeBf16TilesWherePaddingAllows) {
   CpuTarget target = makeTarget(512);
   target.avx512bf16 = target.bf16DotOutrunsFma = true;
   auto block = [&](int64_t seq, DType dtype, const std::string &knobs = "") {
-    std::string errors;
-    std::optional<ScheduleFile> file =
-        read("format = 1\nlayer layer {\n" + knobs + "}\n", target, errors);
-    EXPECT_TRUE(file) << errors;
     LayerSpec layer = makeLayer(768, 12, 64, 12, seq);
     layer.dtype = dtype;
-    Schedule schedule = *resolveSchedule(layer, target, file->find("layer"), nullptr).schedule;
+    Schedule schedule = resolveWithKnobs(target, layer, knobs);
     EXPECT_EQ(schedule.attention.compute == AttentionCompute::Dot, dtype == DType::BF16);
     return schedule.attention.queryBlock;
   };
@@ -203,13 +209,9 @@ TEST(Resolution, TakesShortKeySequencesWholeWithBf16Products) {
   CpuTarget target = makeTarget(512);
   target.avx512bf16 = target.bf16DotOutrunsFma = true;
   auto attention = [&](int64_t seq, DType dtype, const std::string &knobs = "") {
-    std::string errors;
-    std::optional<ScheduleFile> file =
-        read("format = 1\nlayer layer {\n" + knobs + "}\n", target, errors);
-    EXPECT_TRUE(file) << errors;
     LayerSpec layer = makeLayer(768, 12, 64, 4, seq);
     layer.dtype = dtype;
-    return resolveSchedule(layer, target, file->find("layer"), nullptr).schedule->attention;
+    return resolveWithKnobs(target, layer, knobs).attention;
   };
   EXPECT_EQ(attention(128, DType::BF16).keyBlock, 128);
   EXPECT_EQ(attention(128, DType::BF16).scoreTileKeys, 4);
@@ -230,12 +232,7 @@ TEST(Resolution, TakesShortKeySequencesWholeWithBf16Products) {
 TEST(Resolution, GrowsTheBlocksOfLongCallsAtRunTime) {
   CpuTarget target = makeTarget(512);
   auto attention = [&](int64_t headDim, int64_t seq, const std::string &knobs) {
-    std::string errors;
-    std::optional<ScheduleFile> file = read("format = 1\nlayer layer {\n" + knobs + "}\n",
-                                            target, errors);
-    EXPECT_TRUE(file) << errors;
-    LayerSpec layer = makeLayer(12 * headDim, 12, headDim, 4, seq);
-    return resolveSchedule(layer, target, file->find("layer"), nullptr).schedule->attention;
+    return resolveWithKnobs(target, makeLayer(12 * headDim, 12, headDim, 4, seq), knobs).attention;
   };
   AttentionSchedule heads64 = attention(64, kDynamicSize, "");
   EXPECT_EQ(heads64.longKeys, 2048);
