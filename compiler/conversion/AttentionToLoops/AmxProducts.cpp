@@ -207,8 +207,11 @@ void AttentionLowering::buildAmxScores(Value j0, Value cols) {
   int64_t paddedHead = amxPaddedHead(headDim_), keyBlock = blocking_.keyBlock;
   Value keys =
       window(b_, loc_, keysBf16_, batch_, group_, j0, keyBlock, b_.getIndexAttr(0), paddedHead);
+  // AMX's tiles take whole steps of 32 features; register tiles stop at the head's last pair
+  // (a head of 80: 40 pairs, not 48; `dot` heads are whole 16s).
+  int64_t pairs = blocking_.products == AttentionProducts::Dot ? headDim_ / 2 : paddedHead / 2;
   accumulateInBands(b_, loc_, TileOperands{keys, queryPairs_, scores_}, keyBlock / kAmxTileRows,
-                    blocking_.queryBlock / kAmxTileColumns, paddedHead / 2, TileStart::Zero,
+                    blocking_.queryBlock / kAmxTileColumns, pairs, TileStart::Zero,
                     blocking_.products, PairsInUse{cols, Value()});
 }
 

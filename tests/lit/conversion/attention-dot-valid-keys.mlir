@@ -60,3 +60,17 @@ func.func @short_last_block(%q: tensor<1x40x64xbf16>, %k: tensor<1x40x64xbf16>, 
   %a = mha.attention %q, %k, %v heads(2) kv_heads(2) head_dim(32) scale(0.125) : (tensor<1x40x64xbf16>, tensor<1x40x64xbf16>, tensor<1x40x64xbf16>) -> tensor<1x40x64xbf16>
   return %a : tensor<1x40x64xbf16>
 }
+
+// A head of 80 features: register tiles reduce the scores over its 40 pairs; AMX's tiles over
+// whole steps of 32 features (96, 48 pairs, the queries' and keys' padding zero).
+// CHECK-LABEL: func.func @head_of_80
+// CHECK:         scf.for %[[J0:.*]] = %c0 to %c40 step %c32
+// CHECK:           scf.for %{{.*}} = %c0 to %c40 step %c1
+// CHECK-COUNT-8:     x86vector.avx512.dot
+// AMX-LABEL:   func.func @head_of_80
+// AMX-NOT:       scf.for %{{.*}} = %c0 to %c40 step %c1
+// AMX:           return
+func.func @head_of_80(%q: tensor<1x40x80xbf16>, %k: tensor<1x40x80xbf16>, %v: tensor<1x40x80xbf16>) -> tensor<1x40x80xbf16> {
+  %a = mha.attention %q, %k, %v heads(1) kv_heads(1) head_dim(80) scale(0.125) : (tensor<1x40x80xbf16>, tensor<1x40x80xbf16>, tensor<1x40x80xbf16>) -> tensor<1x40x80xbf16>
+  return %a : tensor<1x40x80xbf16>
+}
