@@ -43,15 +43,29 @@ LogicalResult vectorizeRows(RewriterBase &rewriter, linalg::LinalgOp op) {
   return success();
 }
 
+/// Whether `value` is a view of a tensor.empty (its contents undefined).
+bool isEmptyView(Value value) {
+  while (Operation *op = value.getDefiningOp()) {
+    if (isa<tensor::EmptyOp>(op))
+      return true;
+    if (!isa<tensor::ExtractSliceOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op))
+      return false;
+    value = op->getOperand(0);
+  }
+  return false;
+}
+
 /// Makes the accumulators `tiles` computes into its shared output `accumulators` each tile's
 /// own, where nothing reads that output once the rounding is fused: a tile's scratch, which
 /// stays in L2, instead of a whole f32 result written out to memory and never read. The
-/// tiles' slices of it become fresh tensors (its contents were undefined: the tiles start
-/// from the bias), and the canonicalizer drops the output.
+/// tiles' slices of it become fresh tensors, and the canonicalizer drops the output. Only
+/// where that output starts undefined (the tiles start from the bias themselves, as the
+/// schedule's tiling fuses it): an output a tiling script left initialized is kept.
 void privatizeAccumulators(RewriterBase &rewriter, scf::ForallOp tiles, OpResult accumulators) {
-  if (!accumulators.use_empty())
+  OpOperand *initial = tiles.getTiedOpOperand(accumulators);
+  if (!accumulators.use_empty() || !isEmptyView(initial->get()))
     return;
-  BlockArgument shared = tiles.getTiedBlockArgument(tiles.getTiedOpOperand(accumulators));
+  BlockArgument shared = tiles.getTiedBlockArgument(initial);
   for (Operation *user : llvm::make_early_inc_range(shared.getUsers())) {
     auto slice = dyn_cast<tensor::ExtractSliceOp>(user);
     if (!slice)
