@@ -73,8 +73,8 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
     for every query block, and rows a multiple of 1 KiB apart would share a quarter of the
     cache sets.
 
-    A projection whose result is bf16 (with f32 operands: mhac-widen-bf16-layer's
-    `bf16-attention-operands`) accumulates in f32 and rounds once; a panel projection marks
+    A projection whose result is bf16 (with f32 operands: in a widened layer, the returned
+    projection and those of `bf16-attention-operands`) accumulates in f32 and rounds once; a panel projection marks
     that rounding (`mhac.rounding`, per part where its last cache tile is split off) for
     mhac-fuse-roundings-into-tiles.
   }];
@@ -288,7 +288,10 @@ def FuseRoundingsIntoTiles : Pass<"mhac-fuse-roundings-into-tiles", "mlir::func:
     accumulators to its bf16 result (a `linalg.generic` marked `mhac.rounding`) whose input is
     the projection's `scf.forall` of cache tiles is fused into that loop: each tile rounds its
     own accumulators, a row (a panel's columns) at a time, vectorized, while they are in L2.
-    A rounding whose projection has no cache tiles (a user's tiling script) is left whole.
+    The f32 accumulators then have no reader outside their tile: where they start undefined
+    (the tiles start from the bias), each tile gets its own f32 scratch in place of a shared
+    f32 result. A rounding whose projection has no cache tiles (a user's tiling script) is
+    left whole.
   }];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

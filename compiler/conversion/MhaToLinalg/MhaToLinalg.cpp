@@ -193,17 +193,11 @@ Value inBf16(PatternRewriter &rewriter, Location loc, Value value) {
 /// `accumulators` rounded to nearest even into `destination` (bf16, of their shape), element by
 /// element.
 Value roundAccumulators(OpBuilder &b, Location loc, Value accumulators, Value destination) {
-  auto type = cast<RankedTensorType>(destination.getType());
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(type.getRank(), b.getContext());
-  SmallVector<utils::IteratorType> iterators(type.getRank(), utils::IteratorType::parallel);
-  auto rounding = linalg::GenericOp::create(
-      b, loc, type, ValueRange{accumulators}, ValueRange{destination},
-      ArrayRef<AffineMap>{identity, identity}, iterators,
-      [&](OpBuilder &nested, Location at, ValueRange args) {
-        Value rounded = arith::TruncFOp::create(nested, at, type.getElementType(), args[0]);
-        linalg::YieldOp::create(nested, at, rounded);
-      });
-  return rounding.getResult(0);
+  Type bf16 = getElementTypeOrSelf(destination.getType());
+  return convertElementsInto(b, loc, accumulators, destination,
+                             [&](OpBuilder &nested, Location at, Value element) -> Value {
+                               return arith::TruncFOp::create(nested, at, bf16, element);
+                             });
 }
 
 /// `matrix` [M][N] seen as [M][N / panel][panel] (a free reshape).

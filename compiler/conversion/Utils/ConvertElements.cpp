@@ -21,9 +21,16 @@ Value convertElements(OpBuilder &b, Location loc, Value value, Type element,
     if (type.isDynamicDim(i))
       dynamicSizes.push_back(tensor::DimOp::create(b, loc, value, i));
   Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), element, dynamicSizes);
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(type.getRank(), b.getContext());
-  SmallVector<utils::IteratorType> parallel(type.getRank(), utils::IteratorType::parallel);
-  return linalg::GenericOp::create(b, loc, empty.getType(), ValueRange{value}, ValueRange{empty},
+  return convertElementsInto(b, loc, value, empty, convert);
+}
+
+Value convertElementsInto(OpBuilder &b, Location loc, Value value, Value destination,
+                          function_ref<Value(OpBuilder &, Location, Value)> convert) {
+  int64_t rank = cast<RankedTensorType>(value.getType()).getRank();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, b.getContext());
+  SmallVector<utils::IteratorType> parallel(rank, utils::IteratorType::parallel);
+  return linalg::GenericOp::create(b, loc, destination.getType(), ValueRange{value},
+                                   ValueRange{destination},
                                    ArrayRef<AffineMap>{identity, identity}, parallel,
                                    [&](OpBuilder &nested, Location at, ValueRange args) {
                                      linalg::YieldOp::create(nested, at,

@@ -17,6 +17,11 @@ mlir::Value convertElements(
     mlir::OpBuilder &b, mlir::Location loc, mlir::Value value, mlir::Type element,
     llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location, mlir::Value)> convert);
 
+/// The same, into `destination` (a tensor of `value`'s shape, of the converted elements).
+mlir::Value convertElementsInto(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::Value value, mlir::Value destination,
+    llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location, mlir::Value)> convert);
+
 } // namespace mhac
 
 #endif // MHAC_COMPILER_CONVERSION_UTILS_CONVERTELEMENTS_H
