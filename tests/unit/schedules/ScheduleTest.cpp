@@ -268,6 +268,24 @@ TEST(Resolution, BalancesTheTasksOfAOneTileLayer) {
   EXPECT_EQ(cacheRows(192, 3, 3, 1), 6);       // a decoding step: one register tile
 }
 
+/// Rows of known count past one default cache tile (258 rows) split into as many tiles of
+/// about equal rows, in whole register tiles: no short last tile.
+TEST(Resolution, SplitsManyRowsIntoEvenCacheTiles) {
+  CpuTarget target = makeTarget(512);
+  auto cacheRows = [&](int64_t batch, int64_t seq, const char *knobs) {
+    LayerSpec layer = makeLayer(768, 12, 64, 12, seq);
+    layer.batch = batch;
+    return resolveWithKnobs(target, layer, knobs).projection.cacheRows;
+  };
+  EXPECT_EQ(cacheRows(3, 150, ""), 228);                                // 228 + 222, not 258 + 192
+  EXPECT_EQ(cacheRows(4, 100, ""), 204);                                // 204 + 196
+  EXPECT_EQ(cacheRows(1, 260, ""), 132);                                // 132 + 128, not 258 + 2
+  EXPECT_EQ(cacheRows(8, 128, ""), 258);                                // 4 tiles: 3 x 258 + 250
+  EXPECT_EQ(cacheRows(3, 150, "  projection_cache_rows = 240\n"), 240); // the file's, as it is
+  LayerSpec dynamic = makeLayer(768, 12, 64, 12, kDynamicSize);
+  EXPECT_EQ(resolveSchedule(dynamic, target, nullptr, nullptr).schedule->projection.cacheRows, 258);
+}
+
 TEST(Resolution, KeepsWhatTheFileSaysAndFitsTheRest) {
   CpuTarget target = makeTarget(512);
   std::string errors;
