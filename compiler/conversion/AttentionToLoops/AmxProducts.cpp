@@ -12,7 +12,8 @@
 // vectors. The keys and values are rounded to bf16 once per call, into buffers laid out as the
 // tiles load them (the values transposed) and padded with zeros to whole key blocks and whole
 // steps of the head: every tile of a block is then whole, and the steps unroll into
-// straight-line code, as AMX's tile registers need. FlashAttention does the same rounding of
+// straight-line code, as AMX's tile registers need. vdpbf16ps register tiles read bf16 keys
+// where they are (readsKeysInPlace). FlashAttention does the same rounding of
 // the probabilities; the softmax's state and every sum stay in f32.
 //
 //===----------------------------------------------------------------------===//
@@ -66,10 +67,12 @@ void AttentionLowering::buildAmxOperands(Value batchSize, Value kvSeq, int64_t g
   Value keyBlock = index(blocking_.keyBlock);
   Value keyRows = mul(arith::CeilDivSIOp::create(b_, loc_, kvSeq, keyBlock), keyBlock);
   auto bf16 = b_.getBF16Type();
-  keysBf16_ = memref::AllocOp::create(
-      b_, loc_,
-      MemRefType::get({ShapedType::kDynamic, groups, ShapedType::kDynamic, paddedHead}, bf16),
-      ValueRange{batchSize, keyRows}, b_.getI64IntegerAttr(64));
+  bool keysInPlace = readsKeysInPlace();
+  if (!keysInPlace)
+    keysBf16_ = memref::AllocOp::create(
+        b_, loc_,
+        MemRefType::get({ShapedType::kDynamic, groups, ShapedType::kDynamic, paddedHead}, bf16),
+        ValueRange{batchSize, keyRows}, b_.getI64IntegerAttr(64));
   // A value row is padded by one cache line: rows of a power of two of bytes (1 KiB at 512
   // keys) would map a tile's 16 rows onto a few of L1's sets, and evict each other.
   Value valueRowLength = add(keyRows, index(kValueRowPadding));
@@ -78,8 +81,9 @@ void AttentionLowering::buildAmxOperands(Value batchSize, Value kvSeq, int64_t g
       MemRefType::get({ShapedType::kDynamic, groups, headDim_, ShapedType::kDynamic}, bf16),
       ValueRange{batchSize, valueRowLength}, b_.getI64IntegerAttr(64));
 
-  // One task per (batch, key/value head, lanes keys): lanes x lanes tiles of keys and values,
-  // read as zero past the last key, rounded to bf16; the values transposed in registers.
+  // One task per (batch, key/value head, lanes keys): lanes x lanes tiles of keys (unless read
+  // in place) and values, read as zero past the last key, rounded to bf16; the values
+  // transposed in registers.
   auto parallel = scf::ParallelOp::create(
       b_, loc_, ValueRange{c0, c0, c0},
       ValueRange{batchSize, index(groups), arith::DivSIOp::create(b_, loc_, keyRows, lanesValue)},
@@ -110,12 +114,14 @@ void AttentionLowering::buildAmxOperands(Value batchSize, Value kvSeq, int64_t g
   };
   auto roundTiles = [&](bool whole) {
     forLoop(c0, index(headDim_), lanesValue, [&](Value d) {
-      Value keys = readTile(key_, d, whole);
+      Value keys = keysInPlace ? Value() : readTile(key_, d, whole);
       Value values = vector::TransposeOp::create(b_, loc_, readTile(value_, d, whole),
                                                  ArrayRef<int64_t>{1, 0});
       for (int64_t r = 0; r < lanes; ++r) {
-        Value keyRow = vector::ExtractOp::create(b_, loc_, keys, ArrayRef<int64_t>{r});
-        storeVector(round(keyRow), keysBf16_, {batch, group, add(key, index(r)), d});
+        if (keys) {
+          Value keyRow = vector::ExtractOp::create(b_, loc_, keys, ArrayRef<int64_t>{r});
+          storeVector(round(keyRow), keysBf16_, {batch, group, add(key, index(r)), d});
+        }
         Value valueRow = vector::ExtractOp::create(b_, loc_, values, ArrayRef<int64_t>{r});
         storeVector(round(valueRow), valuesT_, {batch, group, add(d, index(r)), key});
       }
@@ -127,13 +133,18 @@ void AttentionLowering::buildAmxOperands(Value batchSize, Value kvSeq, int64_t g
   for (int64_t r = 0; r < lanes; ++r) {
     Value row = minIndex(add(key, index(lanes + r)), sub(kvSeq, c1));
     for (int64_t d = 0; d < headDim_; d += lineElements(elementType_))
-      for (Value source : {key_, value_})
+      for (Value source : {key_, value_}) {
+        if (source == key_ && keysInPlace)
+          continue;
         memref::PrefetchOp::create(b_, loc_, source, ValueRange{batch, row, add(column, index(d))},
                                    /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
+      }
   }
   ifThenElse(
       arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sle, add(key, lanesValue), kvSeq),
       [&] { roundTiles(/*whole=*/true); }, [&] { roundTiles(/*whole=*/false); });
+  if (keysInPlace)
+    return;
   Value zeroRow = arith::ConstantOp::create(b_, loc_, bf16Row, b_.getZeroAttr(bf16Row));
   for (int64_t d = headDim_; d < paddedHead; d += lanes)
     for (int64_t r = 0; r < lanes; ++r)
@@ -203,10 +214,25 @@ static Value window(OpBuilder &b, Location loc, Value buffer, Value batch, Value
                                    strides);
 }
 
+/// The [rows][columns] window of a [B][S][D] input at (batch, row, column), `rows` known at run
+/// time.
+static Value inputWindow(OpBuilder &b, Location loc, Value input, Value batch, Value row,
+                         Value rows, Value column, int64_t columns) {
+  auto type = cast<MemRefType>(input.getType());
+  SmallVector<OpFoldResult> offsets{batch, row, column};
+  SmallVector<OpFoldResult> sizes{b.getIndexAttr(1), rows, b.getIndexAttr(columns)};
+  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  auto viewType = memref::SubViewOp::inferRankReducedResultType({ShapedType::kDynamic, columns},
+                                                                type, offsets, sizes, strides);
+  return memref::SubViewOp::create(b, loc, cast<MemRefType>(viewType), input, offsets, sizes,
+                                   strides);
+}
+
 void AttentionLowering::buildAmxScores(Value j0, Value cols) {
   int64_t paddedHead = amxPaddedHead(headDim_), keyBlock = blocking_.keyBlock;
-  Value keys =
-      window(b_, loc_, keysBf16_, batch_, group_, j0, keyBlock, b_.getIndexAttr(0), paddedHead);
+  Value keys = readsKeysInPlace() ? inputWindow(b_, loc_, key_, batch_, j0, cols, kvCol_, headDim_)
+                                  : window(b_, loc_, keysBf16_, batch_, group_, j0, keyBlock,
+                                           b_.getIndexAttr(0), paddedHead);
   // AMX's tiles take whole steps of 32 features; register tiles stop at the head's last pair
   // (a head of 80: 40 pairs, not 48; `dot` heads are whole 16s).
   int64_t pairs = blocking_.products == AttentionProducts::Dot ? headDim_ / 2 : paddedHead / 2;

@@ -199,6 +199,10 @@ private:
   /// query block (with `queryLocality`, memref.prefetch's: 3 to L1, 2 to L2), and of this
   /// block's output rows (for writing).
   void buildRowPrefetches(Value rowTile, int64_t queryLocality);
+  /// Prefetches into L2 the key rows [first, end) of `batch` at `column`, where the score
+  /// tiles read the keys in place (readsKeysInPlace()): those of the next iteration's first key
+  /// block, which the projection left in L3, and those of the next key block.
+  void buildKeyPrefetches(Value batch, Value first, Value end, Value column);
   /// The positions within their heads of the block's queries q .. q + lanes, as i32 lanes.
   Value queryPositions(Value q);
   /// The first position (i32) of the block's rows that sees `key`: lanes at positions from it
@@ -208,8 +212,15 @@ private:
   // bf16 products (AmxProducts.cpp). The keys and values of the whole call are first rounded
   // to bf16 into buffers laid out for AMX's tiles, which every query block then reads.
   /// keysBf16_ [B][Hkv][Skv'][Dp] and valuesT_ [B][Hkv][Dh][Skv'] (transposed), zero past the
-  /// keys and past the head (Skv' = Skv in whole key blocks, Dp = amxPaddedHead).
+  /// keys and past the head (Skv' = Skv in whole key blocks, Dp = amxPaddedHead); no keysBf16_
+  /// where readsKeysInPlace().
   void buildAmxOperands(Value batchSize, Value kvSeq, int64_t groups);
+  /// vdpbf16ps register tiles of bf16 keys read them where they are: the tiles need neither
+  /// whole key blocks nor a padded head, and their rows past a block's valid keys read the
+  /// last valid one (PairsInUse), so only the values are laid out again (transposed).
+  bool readsKeysInPlace() const {
+    return blocking_.products == AttentionProducts::Dot && elementType_.isBF16();
+  }
   /// The softmax's probabilities of vector `v` of the block's queries, of unscaled scores:
   /// 2^(scoreScale() * (sT[j] - shift)) for j < cols and 0 past them (to the end of the key
   /// block for AMX's whole tiles), rounded into probabilityPairs_; returns their sum.
@@ -239,8 +250,8 @@ private:
   // Inputs and the output, and what every iteration of the parallel loop shares.
   Value query_, key_, value_, out_, batch_, group_, kvCol_, qCol_, i0_, diagonal_, lastKey_,
       lastPosition_;
-  // Where the next iteration's block starts.
-  Value nextBatch_, nextI0_, nextQCol_;
+  // Where the next iteration's block starts, and its keys' column.
+  Value nextBatch_, nextI0_, nextQCol_, nextKvCol_;
   // Scratch of one parallel iteration.
   Value queryT_, scores_, acc_, alpha_;
   // Vectors of the block's lanes: all 0, all -inf.

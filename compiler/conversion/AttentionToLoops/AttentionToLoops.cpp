@@ -195,6 +195,8 @@ void AttentionLowering::buildBlocks(Value batchSize, Value seq, Value kvSeq, Val
   if (blocking_.bf16Products() && blocking_.prefetchNextBlock)
     forLoop(c0, rowsInUse, tile,
             [&](Value rowTile) { buildRowPrefetches(rowTile, /*queryLocality=*/2); });
+  if (readsKeysInPlace() && blocking_.prefetchNextBlock)
+    buildKeyPrefetches(nextBatch_, c0, minIndex(index(blocking_.keyBlock), kvSeq), nextKvCol_);
   if (blocking_.bf16Products())
     forLoop(c0, dh, c1, [&](Value d) {
       for (int64_t v = 0; v < blockVectors; ++v)
@@ -227,6 +229,10 @@ void AttentionLowering::buildBlocks(Value batchSize, Value seq, Value kvSeq, Val
           SmallVector<Value> next = buildSoftmax(cols, oldMax, oldSum);
           buildValueUpdate(j0, cols, rowsInUse);
           return next;
+        }
+        if (readsKeysInPlace() && blocking_.keyPrefetchDistance > 0) {
+          Value next = add(j0, index(keyBlock));
+          buildKeyPrefetches(batch_, next, minIndex(add(next, index(keyBlock)), blockEnd), kvCol_);
         }
         buildAmxScores(j0, cols);
         if (crossesDiagonal)

@@ -119,27 +119,37 @@ void AttentionLowering::buildQueryTranspose(Value rows) {
       Value zeroWords = arith::ConstantOp::create(b_, loc_, words, b_.getZeroAttr(words));
       SmallVector<int64_t> concatenation(2 * lanes);
       std::iota(concatenation.begin(), concatenation.end(), 0);
+      // `width` features of a query from `feature` on (bf16 queries).
+      auto readBf16 = [&](VectorType type, Value row, Value feature) {
+        return vector::TransferReadOp::create(
+                   b_, loc_, type, query_, ValueRange{batch_, row, feature},
+                   arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(elementType_)),
+                   ArrayRef<bool>{true})
+            .getResult();
+      };
       // `lanes` features of a query from `feature` on, rounded to bf16.
       auto roundedHalf = [&](Value row, Value feature) {
         if (elementType_ != f32_)
-          return vector::TransferReadOp::create(
-                     b_, loc_, halfRow, query_, ValueRange{batch_, row, feature},
-                     arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(elementType_)),
-                     ArrayRef<bool>{true})
-              .getResult();
+          return readBf16(halfRow, row, feature);
         return x86vector::CvtPackedF32ToBF16Op::create(
                    b_, loc_, halfRow, readRow(lanes, query_, {batch_, row, feature}))
+            .getResult();
+      };
+      // The words of `lanes` pairs of features from `feature` on: one read of a bf16 row.
+      auto rowWords = [&](Value row, Value feature, bool wholeStep) {
+        if (wholeStep && elementType_ != f32_)
+          return vector::BitCastOp::create(b_, loc_, words, readBf16(pairRow, row, feature))
+              .getResult();
+        Value low = roundedHalf(row, feature);
+        Value high = wholeStep ? roundedHalf(row, add(feature, index(lanes))) : zeroHalf;
+        return vector::BitCastOp::create(
+                   b_, loc_, words, vector::ShuffleOp::create(b_, loc_, low, high, concatenation))
             .getResult();
       };
       auto transposeWords = [&](Value d, bool wholeStep) {
         Value tile = arith::ConstantOp::create(b_, loc_, wordTile, b_.getZeroAttr(wordTile));
         for (int64_t i = 0; i < lanes; ++i) {
-          Value feature = add(columns[i], d);
-          Value low = roundedHalf(sourceRows[i], feature);
-          Value high =
-              wholeStep ? roundedHalf(sourceRows[i], add(feature, index(lanes))) : zeroHalf;
-          Value row = vector::BitCastOp::create(
-              b_, loc_, words, vector::ShuffleOp::create(b_, loc_, low, high, concatenation));
+          Value row = rowWords(sourceRows[i], add(columns[i], d), wholeStep);
           row = arith::SelectOp::create(b_, loc_, valid[i], row, zeroWords);
           tile = vector::InsertOp::create(b_, loc_, row, tile, i);
         }

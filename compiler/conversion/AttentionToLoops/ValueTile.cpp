@@ -73,6 +73,15 @@ void AttentionLowering::locateNextBlock(Value group, int64_t groups, Value batch
   nextQCol_ = select(pastEnd, select(lastGroup, c0, nextGroupColumn), qCol_);
   nextBatch_ = select(arith::AndIOp::create(b_, loc_, pastEnd, lastGroup),
                       minIndex(add(batch_, c1), sub(batchSize, c1)), batch_);
+  nextKvCol_ = select(pastEnd, select(lastGroup, c0, add(kvCol_, index(headDim_))), kvCol_);
+}
+
+void AttentionLowering::buildKeyPrefetches(Value batch, Value first, Value end, Value column) {
+  forLoop(first, end, index(1), [&](Value key) {
+    for (int64_t offset = 0; offset < headDim_; offset += lineElements(elementType_))
+      memref::PrefetchOp::create(b_, loc_, key_, ValueRange{batch, key, add(column, index(offset))},
+                                 /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
+  });
 }
 
 void AttentionLowering::buildRowPrefetches(Value rowTile, int64_t queryLocality) {

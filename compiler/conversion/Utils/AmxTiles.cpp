@@ -157,6 +157,15 @@ void accumulatePairsInRegisters(OpBuilder &b, Location loc, const TileOperands &
         auto ifInUse = scf::IfOp::create(b, loc, inLimit, /*withElseRegion=*/false);
         b.setInsertionPointToStart(ifInUse.thenBlock());
       }
+      // a's row of each tile row, clamped to the last in use.
+      SmallVector<Value> aRows;
+      for (int64_t r = 0; r < height; ++r) {
+        Value row = index(b, r0 + r);
+        if (inUse.rows)
+          row = arith::MinSIOp::create(b, loc, row,
+                                       arith::SubIOp::create(b, loc, inUse.rows, index(b, 1)));
+        aRows.push_back(row);
+      }
       SmallVector<Value> init;
       for (int64_t r = 0; r < height; ++r)
         for (int64_t v = 0; v < chunk; ++v)
@@ -178,8 +187,11 @@ void accumulatePairsInRegisters(OpBuilder &b, Location loc, const TileOperands &
                                          ValueRange{pair, index(at, 2 * (v0 + v) * kLanes)}));
             SmallVector<Value> next;
             for (int64_t r = 0; r < height; ++r) {
-              Value aPair = vector::LoadOp::create(at, loc, pairType, operands.a,
-                                                   ValueRange{index(at, r0 + r), column});
+              // A transfer: a may be a view of strides known only after bufferization.
+              Value aPair = vector::TransferReadOp::create(
+                  at, loc, pairType, operands.a, ValueRange{aRows[r], column},
+                  arith::ConstantOp::create(at, loc, at.getZeroAttr(at.getBF16Type())),
+                  ArrayRef<bool>{true});
               Value bits = vector::ExtractOp::create(
                   at, loc, vector::BitCastOp::create(at, loc, word, aPair), ArrayRef<int64_t>{0});
               Value broadcast = vector::BitCastOp::create(

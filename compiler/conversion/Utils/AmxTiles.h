@@ -55,8 +55,9 @@ void accumulateTiles(mlir::OpBuilder &b, mlir::Location loc, const TileOperands 
 
 /// How much of a register-tile product is in use, where it is known at run time only: the
 /// rows of c from `rows` on and the pairs from `pairs` on are left out (null: none). A row
-/// limit leaves out whole register tiles (their rows past it hold products of a's rows there);
-/// a pair limit ends the reduction.
+/// limit leaves out whole register tiles, and a's rows past it are never read (the rows of a
+/// register tile past the limit read a's last row in use instead, and hold its products), so
+/// that a may end there; a pair limit ends the reduction.
 struct PairsInUse {
   mlir::Value rows, pairs;
 };

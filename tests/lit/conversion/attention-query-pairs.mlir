@@ -52,11 +52,13 @@ func.func @f32_queries(%q: tensor<1x20x96xf32>, %k: tensor<1x20x96xf32>, %v: ten
   return %a : tensor<1x20x96xf32>
 }
 
-// bf16 queries are read as they are, 16 features at a time, with no rounding.
+// bf16 queries are read as they are, with no rounding: each row's step of 32 features in one
+// read, seen as its 16 words.
 // CHECK-LABEL: func.func @bf16_queries
 // CHECK:         scf.for %{{.*}} = %c0 to %c64 step %c32
 // CHECK-NOT:       x86vector.avx512.cvt.packed.f32_to_bf16
-// CHECK:           vector.transfer_read {{.*}} : memref<2x24x128xbf16, {{.*}}>, vector<16xbf16>
+// CHECK:           %[[ROW:.*]] = vector.transfer_read {{.*}} : memref<2x24x128xbf16, {{.*}}>, vector<32xbf16>
+// CHECK-NEXT:      vector.bitcast %[[ROW]] : vector<32xbf16> to vector<16xi32>
 // CHECK-NOT:       x86vector.avx512.cvt.packed.f32_to_bf16
 // CHECK:           vector.transpose %{{.*}}, [1, 0] : vector<16x16xi32> to vector<16x16xi32>
 func.func @bf16_queries(%q: tensor<2x24x128xbf16>, %k: tensor<2x24x128xbf16>, %v: tensor<2x24x128xbf16>) -> tensor<2x24x128xbf16> {
