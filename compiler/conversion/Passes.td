@@ -319,6 +319,23 @@ def PrefetchWeightPanels : Pass<"mhac-prefetch-weight-panels", "mlir::func::Func
   ];
 }
 
+def RoundToBf16WithAvx512 : Pass<"mhac-round-to-bf16-with-avx512", "mlir::func::FuncOp"> {
+  let summary = "Round f32 vectors to bf16 with vcvtneps2bf16";
+  let description = [{
+    For targets with AVX512-BF16. Each `arith.truncf` of a vector of f32 to bf16 whose lanes
+    are whole vectors of 16 (and whose rounding is to nearest even, the default) becomes one
+    `x86vector.avx512.cvt.packed.f32_to_bf16` (vcvtneps2bf16) per 16 lanes, in place of the
+    eight or so integer instructions `arith-expand` rounds with. Both round to nearest, ties to
+    even; vcvtneps2bf16 also flushes denormal inputs to zero. Other conversions are left to
+    `arith-expand`.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::vector::VectorDialect",
+    "mlir::x86vector::X86VectorDialect",
+  ];
+}
+
 def Bf16AsI16 : Pass<"mhac-bf16-as-i16", "mlir::ModuleOp"> {
   let summary = "Retype the bf16 values of the LLVM dialect as i16";
   let description = [{

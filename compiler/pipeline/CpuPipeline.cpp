@@ -168,7 +168,9 @@ LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const LayerSchedules &sc
                                  if (s.projection.prefetchNextBlock)
                                    pm.addPass(createPrefetchWeightPanels());
                                })) ||
-      failed(applyToEachFunction(module, schedules, applyVectorLoweringScript)))
+      failed(applyToEachFunction(module, schedules, applyVectorLoweringScript)) ||
+      (target.avx512bf16 &&
+       failed(runPipeline(module, "func.func(mhac-round-to-bf16-with-avx512)", setup))))
     return failure();
   return runPipeline(
       module,
@@ -182,7 +184,8 @@ LogicalResult lowerLinalgToLLVMDialect(ModuleOp module, const LayerSchedules &sc
       "convert-vector-to-llvm{enable-x86vector enable-amx},"
       // Buffers come from the runtime's allocator (see CodeEmitter), which reuses freed blocks.
       "convert-math-to-llvm, finalize-memref-to-llvm{use-generic-functions},"
-      // f32 -> bf16 rounding becomes integer ops: without AVX512-BF16, LLVM would call
+      // f32 -> bf16 rounding left (all of it without AVX512-BF16; else scalars and odd
+      // vectors) becomes integer ops: without AVX512-BF16, LLVM would call
       // __truncsfbf2, which libgcc before GCC 13 lacks (layers would not load). The few
       // conversions per output element cost nothing next to the FMAs that produced them.
       "arith-expand{include-bf16=true}, convert-arith-to-llvm,"
