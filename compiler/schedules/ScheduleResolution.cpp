@@ -198,19 +198,27 @@ int64_t keyStreamingQueryBlock(int64_t value, const LayerSpec &layer, const CpuT
 }
 
 /// The rows of the query blocks of a layer whose attention multiplies bf16 (attention_compute
-/// = dot or amx): the default's, or four vectors (64 rows with 16 lanes) where those pad the
-/// layer's sequence to no more rows. The bf16 products' register tiles take up to four vectors
-/// of queries (and AMX's bands two tiles of 16), so a block of four runs whole tiles; but a
-/// block's padding rows cost their products too: 128 queries run as 2 blocks of 64, not 3 of
-/// 48 (144 rows); 197 stay in blocks of 48 (240 rows, not 256).
+/// = dot or amx), where the default is less than four vectors: the blocks of 3 to 5 whole
+/// vectors that pad the layer's sequence to the fewest rows, four on a tie (the register tiles
+/// take up to four vectors of queries, and AMX's bands two tiles of 16), then three; a
+/// sequence of one or two vectors, one block of them. A block's padding rows cost their
+/// products and their softmax too: 128 queries run as 2 blocks of 64, not 3 of 48 (144 rows);
+/// 150 as 2 of 80, not 3 of 64 (192 rows, 1.02x slower); 197 stay in blocks of 48 (240 rows,
+/// as many as 80 make); a decoding step's one query takes one vector, not three.
 int64_t bf16ProductsQueryBlock(int64_t value, const LayerSpec &layer, const CpuTarget &target,
                                const Schedule &schedule) {
-  int64_t wide = 4 * target.lanes();
+  int64_t lanes = target.lanes();
   if (schedule.attention.compute == AttentionCompute::F32 || layer.seq == kDynamicSize ||
-      value >= wide || value % target.lanes() != 0)
+      value >= 4 * lanes || value % lanes != 0)
     return value;
   auto paddedRows = [&](int64_t block) { return (layer.seq + block - 1) / block * block; };
-  return paddedRows(wide) <= paddedRows(value) ? wide : value;
+  if (layer.seq <= 2 * lanes)
+    return paddedRows(lanes);
+  int64_t best = 4 * lanes;
+  for (int64_t vectors : {3, 5})
+    if (paddedRows(vectors * lanes) < paddedRows(best))
+      best = vectors * lanes;
+  return best;
 }
 
 /// The keys of a block of a layer whose attention multiplies bf16: the default's, or all of
@@ -283,7 +291,7 @@ bool amxPreferred(const LayerSpec &layer, const CpuTarget &target, const Schedul
 /// chunks of about equal width (a head of 5 vectors in chunks of 3 and 2, not 4 and 1); cache
 /// tiles start from at least one register tile, those of a few rows balance their tasks
 /// (balancedCacheCols, balancedCacheRows) and those of many split them evenly (evenCacheRows);
-/// query blocks of bf16 products take four vectors where that pads no more rows
+/// query blocks of bf16 products take the whole vectors that pad the fewest rows
 /// (bf16ProductsQueryBlock), their key blocks take a short key sequence whole
 /// (bf16ProductsKeyBlock), and grow where keys stream from L3 (keyStreamingQueryBlock; at run time,
 /// from keyStreamingLongKeys keys on); bf16 layers on AMX targets take AMX's register tiles and

@@ -179,8 +179,9 @@ Schedule resolveWithKnobs(const CpuTarget &target, const LayerSpec &layer,
 }
 
 /// Where attention multiplies bf16 (a Zen 4: vdpbf16ps outruns the FMAs), a query block takes
-/// four vectors (64 rows) where that pads the sequence to no more rows than the default's 48;
-/// f32 attention, dynamic sequences and a block the file sets keep theirs.
+/// the 3 to 5 vectors that pad the sequence to the fewest rows (four on a tie, then three), a
+/// sequence of one or two vectors one block; f32 attention, dynamic sequences and a block the
+/// file sets keep theirs.
 TEST(Resolution, TakesWholeBf16TilesWherePaddingAllows) {
   CpuTarget target = makeTarget(512);
   target.avx512bf16 = target.bf16DotOutrunsFma = true;
@@ -194,8 +195,12 @@ TEST(Resolution, TakesWholeBf16TilesWherePaddingAllows) {
   EXPECT_EQ(block(128, DType::BF16), 64); // 128 rows, not 144
   EXPECT_EQ(block(512, DType::BF16), 64); // 512, not 528
   EXPECT_EQ(block(192, DType::BF16), 64); // 192 either way: the wider
-  EXPECT_EQ(block(197, DType::BF16), 48); // 240, not 256
-  EXPECT_EQ(block(77, DType::BF16), 48);  // 96, not 128
+  EXPECT_EQ(block(197, DType::BF16), 48); // 240, not 256 (80: 240 too)
+  EXPECT_EQ(block(150, DType::BF16), 80); // 160, not 192
+  EXPECT_EQ(block(77, DType::BF16), 80);  // 80, not 96 or 128
+  EXPECT_EQ(block(100, DType::BF16), 64); // 128, not 144 or 160
+  EXPECT_EQ(block(20, DType::BF16), 32);  // one block of two vectors
+  EXPECT_EQ(block(1, DType::BF16), 16);   // a decoding step: one vector
   EXPECT_EQ(block(kDynamicSize, DType::BF16), 48);
   EXPECT_EQ(block(128, DType::F32), 48);
   EXPECT_EQ(block(128, DType::BF16, "  attention_query_block = 32\n"), 32);
