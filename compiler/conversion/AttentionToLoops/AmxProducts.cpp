@@ -130,15 +130,16 @@ void AttentionLowering::buildAmxOperands(Value batchSize, Value kvSeq, int64_t g
   // The next task's rows (a thread runs its tasks in order: the next keys of this head),
   // fetched into L2 while this one is rounded: each row is a model row from the next, and read
   // a tile at a time they were misses waited on one after another.
+  SmallVector<Value> sources;
+  if (!keysInPlace)
+    sources.push_back(key_);
+  sources.push_back(value_);
   for (int64_t r = 0; r < lanes; ++r) {
     Value row = minIndex(add(key, index(lanes + r)), sub(kvSeq, c1));
     for (int64_t d = 0; d < headDim_; d += lineElements(elementType_))
-      for (Value source : {key_, value_}) {
-        if (source == key_ && keysInPlace)
-          continue;
+      for (Value source : sources)
         memref::PrefetchOp::create(b_, loc_, source, ValueRange{batch, row, add(column, index(d))},
                                    /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
-      }
   }
   ifThenElse(
       arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sle, add(key, lanesValue), kvSeq),

@@ -5,8 +5,8 @@
 // arith-expand rounds f32 to bf16 with integer operations (about eight instructions per vector:
 // the rounding bias, the NaN check, the shift and the narrowing), which every target can run.
 // Where the target has AVX512-BF16, one vcvtneps2bf16 rounds 16 values the same way (to
-// nearest, ties to even). Each projection rounds its whole output to bf16 in bf16 layers, so
-// this is about one percent of the layer's time.
+// nearest, ties to even). In a bf16 layer every projection rounds its whole output so
+// (bench/RESULTS.md: 0.7% of a BERT-base call on a Zen 4).
 //
 //===----------------------------------------------------------------------===//
 
