@@ -143,6 +143,8 @@ void accumulatePairsInRegisters(OpBuilder &b, Location loc, const TileOperands &
   auto pairType = VectorType::get({2}, b.getBF16Type());
   auto words = VectorType::get({kLanes}, b.getI32Type());
   auto word = VectorType::get({1}, b.getI32Type());
+  // a's last row in use, which the tile rows past it read.
+  Value lastRow = inUse.rows ? arith::SubIOp::create(b, loc, inUse.rows, index(b, 1)) : Value();
   int64_t vectors = columns / kLanes;
   for (int64_t v0 = 0; v0 < vectors; v0 += kMaxVectors) {
     int64_t chunk = std::min(kMaxVectors, vectors - v0);
@@ -157,14 +159,10 @@ void accumulatePairsInRegisters(OpBuilder &b, Location loc, const TileOperands &
         auto ifInUse = scf::IfOp::create(b, loc, inLimit, /*withElseRegion=*/false);
         b.setInsertionPointToStart(ifInUse.thenBlock());
       }
-      // a's row of each tile row, clamped to the last in use.
       SmallVector<Value> aRows;
       for (int64_t r = 0; r < height; ++r) {
         Value row = index(b, r0 + r);
-        if (inUse.rows)
-          row = arith::MinSIOp::create(b, loc, row,
-                                       arith::SubIOp::create(b, loc, inUse.rows, index(b, 1)));
-        aRows.push_back(row);
+        aRows.push_back(lastRow ? arith::MinSIOp::create(b, loc, row, lastRow) : row);
       }
       SmallVector<Value> init;
       for (int64_t r = 0; r < height; ++r)

@@ -39,10 +39,10 @@
 // CHECK:           scf.for %[[NEXT_KEY:.*]] = %{{.*}} to %{{.*}} step %c1
 // CHECK-NEXT:        memref.prefetch %[[KEYS]][%{{.*}}, %[[NEXT_KEY]], %{{.*}}], read, locality<2>, data
 // CHECK:           %[[BLOCK:.*]] = memref.subview %[[KEYS]][%{{.*}}, %[[J0]], %{{.*}}] [1, %[[COLS]], 32] [1, 1, 1]
+// A tile's rows past the valid keys read the last valid one.
+// CHECK:           %[[LAST:.*]] = arith.subi %[[COLS]], %c1
 // CHECK:           %[[TILE0:.*]] = arith.cmpi sgt, %[[COLS]], %c0
 // CHECK:           scf.if %[[TILE0]] {
-// A tile's rows past the valid keys read the last valid one.
-// CHECK:             %[[LAST:.*]] = arith.subi %[[COLS]], %c1
 // CHECK:             %[[ROW0:.*]] = arith.minsi %[[LAST]], %c0
 // CHECK:             scf.for %[[PAIR:.*]] = %c0 to %c16 step %c1
 // CHECK:               %[[COLUMN:.*]] = arith.muli %[[PAIR]], %c2
