@@ -153,13 +153,17 @@ int64_t balancedCacheRows(const LayerSpec &layer, const CpuTarget &target,
   return wholeTiles(rows / tiles);
 }
 
-/// The cache rows of a layer of known rows past one cache tile of `value` rows: as many
-/// tiles as `value` makes, of about equal rows in whole register tiles, so that no short last
-/// tile's tasks leave threads idle while others finish full ones (B = 3, S = 150: 258 + 192
-/// rows against 228 + 222, bench/RESULTS.md). 0: no preference.
+/// The cache rows of a layer of known rows past one cache tile of `value` rows, in whole
+/// register tiles: as many tiles as `value` makes, of about equal rows, so that a short last
+/// tile's tasks in the same parallel loop leave no thread idle while others finish full ones
+/// (B = 3, S = 150: 258 + 192 rows against 228 + 222, bench/RESULTS.md). Rows that are no
+/// whole register tiles keep `value`: their last cache tile is a projection of its own
+/// (projection_split_last_cache_tile), the full tiles already share their loop evenly, and a
+/// short last tile is the cheaper loop (B = 3, S = 211 with 3 key/value panels: 1.015x slower
+/// in even tiles). 0: no preference.
 int64_t evenCacheRows(const LayerSpec &layer, const Schedule &schedule, int64_t value) {
   int64_t rows = staticRows(layer), step = schedule.projection.registerRows;
-  if (rows <= value || step <= 0 || value < step)
+  if (rows <= value || step <= 0 || value < step || rows % step != 0)
     return 0;
   int64_t tiles = (rows + value - 1) / value;
   int64_t tileRows = (rows + tiles - 1) / tiles;

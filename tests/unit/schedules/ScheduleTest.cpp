@@ -273,8 +273,9 @@ TEST(Resolution, BalancesTheTasksOfAOneTileLayer) {
   EXPECT_EQ(cacheRows(192, 3, 3, 1), 6);       // a decoding step: one register tile
 }
 
-/// Rows of known count past one default cache tile (258 rows) split into as many tiles of
-/// about equal rows, in whole register tiles: no short last tile.
+/// Rows of known count past one default cache tile (258 rows), in whole register tiles, split
+/// into as many tiles of about equal rows: no short last tile in the loop. Rows that are no
+/// whole register tiles keep the default (their last tile is split off, a loop of its own).
 TEST(Resolution, SplitsManyRowsIntoEvenCacheTiles) {
   CpuTarget target = makeTarget(512);
   auto cacheRows = [&](int64_t batch, int64_t seq, const char *knobs) {
@@ -283,8 +284,9 @@ TEST(Resolution, SplitsManyRowsIntoEvenCacheTiles) {
     return resolveWithKnobs(target, layer, knobs).projection.cacheRows;
   };
   EXPECT_EQ(cacheRows(3, 150, ""), 228);                                // 228 + 222, not 258 + 192
-  EXPECT_EQ(cacheRows(4, 100, ""), 204);                                // 204 + 196
-  EXPECT_EQ(cacheRows(1, 260, ""), 132);                                // 132 + 128, not 258 + 2
+  EXPECT_EQ(cacheRows(2, 264, ""), 180); // 528 rows: 180 + 180 + 168, not 258 + 258 + 12
+  EXPECT_EQ(cacheRows(4, 100, ""), 258); // 400 rows: 258, then 142 split off
+  EXPECT_EQ(cacheRows(3, 211, ""), 258); // 633 rows: 2 x 258, then 117 split off
   EXPECT_EQ(cacheRows(8, 128, ""), 258);                                // 4 tiles: 3 x 258 + 250
   EXPECT_EQ(cacheRows(3, 150, "  projection_cache_rows = 240\n"), 240); // the file's, as it is
   LayerSpec dynamic = makeLayer(768, 12, 64, 12, kDynamicSize);
