@@ -37,6 +37,10 @@ constexpr int kFirstRoundSamples = 3, kNeighbourSamples = 5, kFinalSamples = 3, 
 constexpr int kProbesPerDefault = 6;
 /// Successive halving stops after this many rounds (or with two candidates left).
 constexpr int kHalvingRounds = 3;
+/// The first round of successive halving takes at least this many candidates, so that a session
+/// whose calibration a busy moment slowed still compares the default with something; the
+/// rounds stop at the budget whatever their size.
+constexpr size_t kLeastFirstRound = 2;
 /// Random walks from the default in the pool, besides its neighbours.
 constexpr size_t kRandomWalks = 400;
 /// A measured difference below this fraction is noise, whatever the samples say.
@@ -90,7 +94,12 @@ Search::Search(const TuneOptions &options, const TuneSetup &setup, const WorkDir
 
 double Search::probeSeconds(int samples) const { return probeOverhead_ + samples * sampleSeconds_; }
 
-double Search::finalReserve() const { return 3.0 * kFinalRounds * probeSeconds(kFinalSamples) + 1; }
+double Search::finalReserve() const {
+  // At most a third of the search's time: the final round checks the budget before each of its
+  // rounds, so a short reserve costs rounds, never the budget.
+  double searchSeconds = budget_.seconds - budget_.closingSeconds;
+  return std::min(3.0 * kFinalRounds * probeSeconds(kFinalSamples) + 1, searchSeconds / 3);
+}
 
 double Search::score(int id) const { return id == 0 ? 1 : median(candidates_[id].ratios); }
 
@@ -265,6 +274,11 @@ bool Search::measure(int id, int samples, bool final) {
     double calls = object->getNumber("calls_per_sample").value_or(1);
     sampleSeconds_ = calls * median(taken) * 1e-3;
     probeOverhead_ = std::max(0.0, result.seconds - samples * sampleSeconds_);
+  } else if (sampleSeconds_ > 0) {
+    // A probe's fixed cost is a floor that a busy machine only raises: the least seen is the
+    // estimate, so that one slow calibration does not shrink the rest of the search.
+    probeOverhead_ =
+        std::min(probeOverhead_, std::max(0.0, result.seconds - samples * sampleSeconds_));
   }
   recordBest();
   return true;
@@ -348,7 +362,7 @@ void Search::halve() {
   double perCandidate = compileSeconds_ / parallel_ + 4 * probeSeconds(kFirstRoundSamples);
   double halvingTime = 0.6 * (budget_.left() - finalReserve());
   size_t first = static_cast<size_t>(std::max(0.0, halvingTime / std::max(perCandidate, 1e-3)));
-  first = std::min(first, ranked_.size());
+  first = std::min(std::max(first, kLeastFirstRound), ranked_.size());
   std::vector<int> round(ranked_.begin(), ranked_.begin() + static_cast<std::ptrdiff_t>(first));
   // Compiled in batches, so that the budget is checked between them.
   for (size_t begin = 0; begin < round.size(); begin += 4 * parallel_) {
