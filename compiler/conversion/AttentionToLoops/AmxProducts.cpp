@@ -83,11 +83,15 @@ void AttentionLowering::buildAmxOperands(Value batchSize, Value kvSeq, int64_t g
 
   // One task per (batch, key/value head, lanes keys): lanes x lanes tiles of keys (unless read
   // in place) and values, read as zero past the last key, rounded to bf16; the values
-  // transposed in registers.
-  auto parallel = scf::ParallelOp::create(
-      b_, loc_, ValueRange{c0, c0, c0},
-      ValueRange{batchSize, index(groups), arith::DivSIOp::create(b_, loc_, keyRows, lanesValue)},
-      ValueRange{c1, c1, c1});
+  // transposed in registers. AMX's whole tiles read whole key blocks, zeros past the last key;
+  // register tiles read no value past a block's last valid pair, so `dot` lays out the tiles
+  // of valid keys alone (a decoding step's one key: one tile, not a block's six).
+  Value keyTiles = blocking_.products == AttentionProducts::Dot
+                       ? arith::CeilDivSIOp::create(b_, loc_, kvSeq, lanesValue).getResult()
+                       : arith::DivSIOp::create(b_, loc_, keyRows, lanesValue).getResult();
+  auto parallel = scf::ParallelOp::create(b_, loc_, ValueRange{c0, c0, c0},
+                                          ValueRange{batchSize, index(groups), keyTiles},
+                                          ValueRange{c1, c1, c1});
   OpBuilder::InsertionGuard guard(b_);
   b_.setInsertionPointToStart(parallel.getBody());
   Value batch = parallel.getInductionVars()[0], group = parallel.getInductionVars()[1];

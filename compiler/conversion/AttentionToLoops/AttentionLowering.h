@@ -213,7 +213,7 @@ private:
   // to bf16 into buffers laid out for AMX's tiles, which every query block then reads.
   /// keysBf16_ [B][Hkv][Skv'][Dp] and valuesT_ [B][Hkv][Dh][Skv'] (transposed), zero past the
   /// keys and past the head (Skv' = Skv in whole key blocks, Dp = amxPaddedHead); no keysBf16_
-  /// where readsKeysInPlace().
+  /// where readsKeysInPlace(). `dot` fills valuesT_ only as far as the last key's tile.
   void buildAmxOperands(Value batchSize, Value kvSeq, int64_t groups);
   /// vdpbf16ps register tiles of bf16 keys read them where they are: the tiles need neither
   /// whole key blocks nor a padded head, and their rows past a block's valid keys read the

@@ -9,11 +9,13 @@
 // = 0.125 * 1.4427 in f32: to the rescale factors' exponents and, in one fma with the
 // scaled maximum, to the probabilities'. The bf16 keys are read where they are; only the
 // values are first laid out again (transposed), 16 keys a task: tiles of keys only are read as
-// they are, the one past the 40th key row by row (zero past it).
+// they are, the one past the 40th key row by row (zero past it); 3 tasks a head, as far as the
+// last key's tile (4 on AMX, the whole blocks of 64 keys).
 // CHECK-LABEL: func.func @short_last_block
 // CHECK:         %[[SCALE:.*]] = arith.constant dense<0.180336878> : vector<16xf32>
 // CHECK-NOT:     memref.alloc({{.*}}) {{.*}} : memref<?x2x?x32xbf16>
 // CHECK:         memref.alloc(%c1, %{{.*}}) {alignment = 64 : i64} : memref<?x2x32x?xbf16>
+// CHECK:         scf.parallel ({{.*}}) = (%c0, %c0, %c0) to (%c1, %c2, %c3) step
 // CHECK:         %[[KEY:.*]] = arith.muli %{{.*}}, %c16 : index
 // First the next task's 16 value rows (one line each), fetched into L2.
 // CHECK:         %[[NEXT:.*]] = arith.addi %[[KEY]], %c16 : index
@@ -64,7 +66,7 @@
 // CHECK-COUNT-8:     x86vector.avx512.dot
 // CHECK:         return
 // AMX-LABEL:   func.func @short_last_block
-// AMX:           scf.parallel
+// AMX:           scf.parallel ({{.*}}) = (%c0, %c0, %c0) to (%c1, %c2, %c4) step
 // AMX:           scf.parallel
 // AMX-NOT:       scf.if
 // AMX:           %[[PAIRS:.*]] = arith.ceildivsi %{{.*}}, %c2
