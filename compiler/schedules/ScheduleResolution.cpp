@@ -291,6 +291,9 @@ bool amxPreferred(const LayerSpec &layer, const CpuTarget &target, const Schedul
   return amxTilesFit(layer, amx) && pairsFitProjections(layer, amx);
 }
 
+/// Keys in a tile of bf16 products: layers of no more keys keep f32 products by default.
+constexpr int64_t kKeyTile = kAmxTileRows;
+
 /// The first value to try for a defaulted knob. The p.v tile's vectors split the head into
 /// chunks of about equal width (a head of 5 vectors in chunks of 3 and 2, not 4 and 1); cache
 /// tiles start from at least one register tile, those of a few rows balance their tasks
@@ -299,7 +302,8 @@ bool amxPreferred(const LayerSpec &layer, const CpuTarget &target, const Schedul
 /// (bf16ProductsQueryBlock), their key blocks take a short key sequence whole
 /// (bf16ProductsKeyBlock), and grow where keys stream from L3 (keyStreamingQueryBlock; at run time,
 /// from keyStreamingLongKeys keys on); bf16 layers on AMX targets take AMX's register tiles and
-/// kernels (amxPreferred), their attention bf16 products only where the layer's scale is at most 1;
+/// kernels (amxPreferred), their attention bf16 products only where the layer's scale is at most 1
+/// and its calls have more than a tile of keys;
 /// a short call's tensor-core blocks fill the GPU (gridFilledMmaBlock).
 int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const CpuTarget &target,
                        const Schedule &schedule) {
@@ -335,6 +339,11 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
   // largest in use, T5's; 1/sqrt(head_dim) elsewhere) it is magnified beyond what a bf16
   // layer's probabilities tolerate, and attention keeps its f32 products unless asked.
   if (id == KnobId::AttentionCompute && layer.scale > 1)
+    return static_cast<int64_t>(AttentionCompute::F32);
+  // bf16 products cost a head a fixed layout (its values transposed, its queries and
+  // accumulators transposed in and out of pairs) that the products of a few keys do not repay:
+  // where every call's keys fit one tile of 16, attention multiplies in f32.
+  if (id == KnobId::AttentionCompute && layer.kvSeq != kDynamicSize && layer.kvSeq <= kKeyTile)
     return static_cast<int64_t>(AttentionCompute::F32);
   // AMX's tiles where the CPU has them and the layer's widths fit; else the pair dot products
   // where they are the faster arithmetic and the layer's widths pair up; elsewhere the f32

@@ -180,14 +180,16 @@ Schedule resolveWithKnobs(const CpuTarget &target, const LayerSpec &layer,
 
 /// Where attention multiplies bf16 (a Zen 4: vdpbf16ps outruns the FMAs), a query block takes
 /// the 3 to 5 vectors that pad the sequence to the fewest rows (four on a tie, then three), a
-/// sequence of one or two vectors one block; f32 attention, dynamic sequences and a block the
-/// file sets keep theirs.
+/// sequence of one or two vectors one block (a decoding step against 512 keys: one vector);
+/// f32 attention, dynamic sequences and a block the file sets keep theirs.
 TEST(Resolution, TakesWholeBf16TilesWherePaddingAllows) {
   CpuTarget target = makeTarget(512);
   target.avx512bf16 = target.bf16DotOutrunsFma = true;
   auto block = [&](int64_t seq, DType dtype, const std::string &knobs = "") {
     LayerSpec layer = makeLayer(768, 12, 64, 12, seq);
     layer.dtype = dtype;
+    if (seq == 1)
+      layer.kvSeq = 512;
     Schedule schedule = resolveWithKnobs(target, layer, knobs);
     EXPECT_EQ(schedule.attention.compute == AttentionCompute::Dot, dtype == DType::BF16);
     return schedule.attention.queryBlock;
@@ -204,6 +206,28 @@ TEST(Resolution, TakesWholeBf16TilesWherePaddingAllows) {
   EXPECT_EQ(block(kDynamicSize, DType::BF16), 48);
   EXPECT_EQ(block(128, DType::F32), 48);
   EXPECT_EQ(block(128, DType::BF16, "  attention_query_block = 32\n"), 32);
+}
+
+/// A layer whose every call has at most one tile of 16 keys keeps attention's products in f32
+/// by default: bf16 products' fixed cost per head (the values and queries laid out in pairs, the
+/// accumulators transposed back) outweighs what they save on so few keys. More keys, dynamic
+/// keys and a file that asks for `dot` take bf16 products.
+TEST(Resolution, KeepsF32ProductsForOneTileOfKeys) {
+  CpuTarget target = makeTarget(512);
+  target.avx512bf16 = target.bf16DotOutrunsFma = true;
+  auto compute = [&](int64_t seq, int64_t kvSeq, const std::string &knobs = "") {
+    LayerSpec layer = makeLayer(768, 12, 64, 12, seq);
+    layer.dtype = DType::BF16;
+    layer.kvSeq = kvSeq;
+    return resolveWithKnobs(target, layer, knobs).attention.compute;
+  };
+  EXPECT_EQ(compute(1, 1), AttentionCompute::F32);
+  EXPECT_EQ(compute(16, 16), AttentionCompute::F32);
+  EXPECT_EQ(compute(40, 16), AttentionCompute::F32);
+  EXPECT_EQ(compute(17, 17), AttentionCompute::Dot);
+  EXPECT_EQ(compute(1, 512), AttentionCompute::Dot);
+  EXPECT_EQ(compute(kDynamicSize, kDynamicSize), AttentionCompute::Dot);
+  EXPECT_EQ(compute(1, 1, "  attention_compute = dot\n"), AttentionCompute::Dot);
 }
 
 /// bf16 products take a static key sequence of at most 128 keys (in steps of 32) as one block
