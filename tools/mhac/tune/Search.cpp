@@ -197,6 +197,14 @@ void Search::build(const std::vector<int> &ids) {
     c.reason = fmt::format("mhac compile: {}{}{}", result.describe(), message.empty() ? "" : ": ",
                            message.take_back(300).str());
   }
+  // What a compile costs: the median of those that built so far, so that one compile a busy
+  // moment slowed does not shrink the rest of the search.
+  std::vector<double> built;
+  for (const Candidate &c : candidates_)
+    if (c.compileSeconds > 0 && c.status != CandidateStatus::CompileFailed)
+      built.push_back(c.compileSeconds);
+  if (!built.empty())
+    compileSeconds_ = median(built);
 }
 
 bool Search::measure(int id, int samples, bool final) {
@@ -339,7 +347,6 @@ bool Search::run() {
 bool Search::calibrate() {
   showProgress("calibrating");
   build({0});
-  compileSeconds_ = candidates_[0].compileSeconds;
   if (!measure(0, kFirstRoundSamples)) {
     progress_.finish();
     fmt::print(stderr, "mhac: error: the default schedule fails: {}\n", candidates_[0].reason);
