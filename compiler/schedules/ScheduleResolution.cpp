@@ -291,6 +291,21 @@ bool amxPreferred(const LayerSpec &layer, const CpuTarget &target, const Schedul
   return amxTilesFit(layer, amx) && pairsFitProjections(layer, amx);
 }
 
+/// Whether a bf16 layer's widths pair up in weight panels of the schedule's register columns or,
+/// where the file leaves those to the fitting (`panelsMayNarrow`), of the narrower ones it may
+/// still choose (halved, down to one vector): keys and values of 2 x 80 = 160 features take
+/// panels of 32.
+bool pairsFitSomePanel(const LayerSpec &layer, const CpuTarget &target, Schedule schedule,
+                       bool panelsMayNarrow) {
+  for (int64_t &cols = schedule.projection.registerCols; cols >= target.lanes(); cols /= 2) {
+    if (pairsFitProjections(layer, schedule))
+      return true;
+    if (!panelsMayNarrow)
+      return false;
+  }
+  return false;
+}
+
 /// Keys in a tile of bf16 products: layers of no more keys keep f32 products by default.
 constexpr int64_t kKeyTile = kAmxTileRows;
 
@@ -303,10 +318,12 @@ constexpr int64_t kKeyTile = kAmxTileRows;
 /// (bf16ProductsKeyBlock), and grow where keys stream from L3 (keyStreamingQueryBlock; at run time,
 /// from keyStreamingLongKeys keys on); bf16 layers on AMX targets take AMX's register tiles and
 /// kernels (amxPreferred), their attention bf16 products only where the layer's scale is at most 1
-/// and its calls have more than a tile of keys;
-/// a short call's tensor-core blocks fill the GPU (gridFilledMmaBlock).
+/// and its calls have more than a tile of keys; bf16 layers elsewhere take pair products where
+/// their widths pair up in some panel the fitting may still choose (pairsFitSomePanel, which
+/// `panelsMayNarrow` allows unless the file sets projection_register_cols); a short call's
+/// tensor-core blocks fill the GPU (gridFilledMmaBlock).
 int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const CpuTarget &target,
-                       const Schedule &schedule) {
+                       const Schedule &schedule, bool panelsMayNarrow) {
   if (id == KnobId::ProjectionCacheCols || id == KnobId::ProjectionCacheRows) {
     // A cache tile holds at least one register tile, whatever its size in the user's file.
     const ProjectionSchedule &p = schedule.projection;
@@ -346,7 +363,8 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
   if (id == KnobId::AttentionCompute && layer.kvSeq != kDynamicSize && layer.kvSeq <= kKeyTile)
     return static_cast<int64_t>(AttentionCompute::F32);
   // AMX's tiles where the CPU has them and the layer's widths fit; else the pair dot products
-  // where they are the faster arithmetic and the layer's widths pair up; elsewhere the f32
+  // where they are the faster arithmetic and the layer's widths pair up in some panel (on a
+  // Zen 4, grouped-query layers of 160-feature keys: 2x the f32 kernels' speed); elsewhere the f32
   // kernels (fitting down the choices would reach bf16 storage, the slow path).
   if (id == KnobId::Bf16Compute && value == static_cast<int64_t>(Bf16Compute::Dot) &&
       amxPreferred(layer, target, schedule))
@@ -354,7 +372,7 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
   if (id == KnobId::Bf16Compute)
     return value == static_cast<int64_t>(Bf16Compute::Dot) &&
                    !(layer.dtype == DType::BF16 && target.bf16DotOutrunsFma &&
-                     pairsFitProjections(layer, schedule))
+                     pairsFitSomePanel(layer, target, schedule, panelsMayNarrow))
                ? static_cast<int64_t>(Bf16Compute::F32)
                : value;
   if (id != KnobId::AttentionValueTileVectors)
@@ -380,8 +398,8 @@ public:
   /// (validation then reports it).
   void fit(KnobId id) {
     const Knob &k = knob(id);
-    int64_t start =
-        preferredValue(id, k.get(schedule_), *context_.layer, context_.target, schedule_);
+    int64_t start = preferredValue(id, k.get(schedule_), *context_.layer, context_.target,
+                                   schedule_, !settled_.count(KnobId::ProjectionRegisterCols));
     for (bool withAlwaysChecked : {true, false}) {
       for (int64_t value : candidates(k, start)) {
         k.set(schedule_, value);

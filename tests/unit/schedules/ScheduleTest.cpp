@@ -230,6 +230,28 @@ TEST(Resolution, KeepsF32ProductsForOneTileOfKeys) {
   EXPECT_EQ(compute(1, 1, "  attention_compute = dot\n"), AttentionCompute::Dot);
 }
 
+/// Where vdpbf16ps outruns the FMAs, a bf16 layer whose widths do not pair up in the default
+/// panels of 64 (grouped queries: keys and values of 2 x 80 = 160 features) takes pair products
+/// in narrower panels the fitting chooses; panels the file sets are kept, and where the widths
+/// do not pair up in them the layer computes in f32 (not bf16 storage).
+TEST(Resolution, NarrowsPanelsForPairProducts) {
+  CpuTarget target = makeTarget(512);
+  target.avx512bf16 = target.bf16DotOutrunsFma = true;
+  auto resolve = [&](int64_t kvHeads, const std::string &knobs = "") {
+    LayerSpec layer = makeLayer(640, 8, 80, kvHeads, 100);
+    layer.dtype = DType::BF16;
+    Schedule schedule = resolveWithKnobs(target, layer, knobs);
+    return std::pair{schedule.bf16Compute, schedule.projection.registerCols};
+  };
+  EXPECT_EQ(resolve(8), (std::pair{Bf16Compute::Dot, int64_t{64}}));
+  EXPECT_EQ(resolve(2), (std::pair{Bf16Compute::Dot, int64_t{32}}));
+  EXPECT_EQ(resolve(1), (std::pair{Bf16Compute::Dot, int64_t{16}}));
+  EXPECT_EQ(resolve(2, "  projection_register_cols = 64\n"),
+            (std::pair{Bf16Compute::F32, int64_t{64}}));
+  EXPECT_EQ(resolve(2, "  projection_register_cols = 32\n"),
+            (std::pair{Bf16Compute::Dot, int64_t{32}}));
+}
+
 /// bf16 products take a static key sequence of at most 128 keys (in steps of 32) as one block
 /// where the default of 96 would split it; f32 products, dynamic keys, longer sequences and a
 /// block set in the file keep theirs. The f32 kernels' score tiles (which bf16 products do not
