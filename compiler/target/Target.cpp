@@ -145,8 +145,14 @@ CpuTarget baselineCpuTarget() {
 }
 
 Expected<std::unique_ptr<TargetMachine>> createTargetMachine(const CpuTarget &target) {
-  InitializeNativeTarget();
-  InitializeNativeTargetAsmPrinter();
+  // Once per process: layers compile on threads of their own, and LLVM's target registry is
+  // filled without a lock (a lookup beside a registration in progress found no target).
+  static const bool registered = [] {
+    InitializeNativeTarget();
+    InitializeNativeTargetAsmPrinter();
+    return true;
+  }();
+  (void)registered;
   Triple triple(target.triple);
   std::string error;
   const Target *llvmTarget = TargetRegistry::lookupTarget(triple, error);
