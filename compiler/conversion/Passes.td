@@ -51,7 +51,11 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
 
     Where the output width is a multiple of `panel-width`, the weight is instead prepared as
     contiguous column panels `[out / P][in][P]` and the product is a `linalg.generic` over
-    (row, panel, column, k) writing the output seen as `[rows][out / P][P]`. Every projection
+    (row, panel, column, k) writing the output seen as `[rows][out / P][P]`. A width that is
+    not takes panels halved while they do not divide it and stay whole vectors of
+    `vector-lanes` (80 features in panels of 16 where `panel-width` is 64); a width no such
+    panel divides, whole panels and then the rest in power-of-two column blocks of at least 8,
+    each a panel product of its own (one prepared weight holds them all). Every projection
     op carries `mhac.projection`; every rearranged weight `mhac.prepared_weight`.
 
     With `row-tile` = R and `cache-rows` = C, a panel projection over a static number of rows
@@ -60,8 +64,9 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
     The last cache tile is then the only one of its projection, and the schedule sees its
     M % R edge rows as a static register tile inside it.
 
-    With `bf16-pairs`, projections of a layer widened to f32 (mhac-widen-bf16-layer) multiply
-    in bf16 instead: their inputs are taken before the widening (an attention output that they
+    With `bf16-pairs`, projections of a layer widened to f32 (mhac-widen-bf16-layer) of an
+    even input width, whose panels and column blocks are whole vectors of 16, multiply in
+    bf16 instead: their inputs are taken before the widening (an attention output that they
     alone read is retyped to be stored rounded to bf16), their weights are prepared as pairs of
     input features `[out / P][in / 2][P][2]`, and the panel product runs over (row, panel,
     column, pair, half), with f32 sums (`mhac.bf16_pairs`): the layout of AVX512-BF16's
@@ -93,6 +98,9 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
     Option<"bf16Pairs", "bf16-pairs", "bool", /*default=*/"false",
            "Panel projections of a widened bf16 layer multiply bf16 pairs (vdpbf16ps's "
            "layout)">,
+    Option<"vectorLanes", "vector-lanes", "int64_t", /*default=*/"0",
+           "f32 lanes of a vector: a projection whose width is no whole number of panels "
+           "takes panels halved down to this width where they divide it; 0 halves none">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

@@ -91,7 +91,7 @@ runOnEachFunction(ModuleOp module, const LayerSchedules &schedules, const PassMa
 
 LogicalResult lowerMhaToLinalg(ModuleOp module, const LayerSchedules &schedules,
                                const CpuTarget &target, const PassManagerSetup &setup) {
-  if (failed(runOnEachFunction(module, schedules, setup, [](OpPassManager &pm, const Schedule &s) {
+  if (failed(runOnEachFunction(module, schedules, setup, [&](OpPassManager &pm, const Schedule &s) {
         const ProjectionSchedule &p = s.projection;
         // Layers whose projections multiply bf16 pairs are widened too: only their
         // projections' operands are taken back in bf16.
@@ -99,9 +99,9 @@ LogicalResult lowerMhaToLinalg(ModuleOp module, const LayerSchedules &schedules,
         if (s.bf16Compute == Bf16Compute::F32 || pairs)
           pm.addPass(createWidenBf16Layer(
               WidenBf16LayerOptions{s.attention.compute != AttentionCompute::F32}));
-        pm.addPass(createConvertMhaToLinalg(ConvertMhaToLinalgOptions{
-            p.registerCols, p.splitLastCacheTile ? p.registerRows : 0, p.cacheRows, p.rowPadding,
-            pairs}));
+        pm.addPass(createConvertMhaToLinalg(
+            ConvertMhaToLinalgOptions{p.registerCols, p.splitLastCacheTile ? p.registerRows : 0,
+                                      p.cacheRows, p.rowPadding, pairs, target.lanes()}));
       })))
     return failure();
   PassManager pm(module.getContext());

@@ -130,8 +130,9 @@ struct Constraint {
 /// kernels otherwise): the kernels and the rules that check their knobs read it here.
 bool cudaProjectionOnTensorCores(const LayerSpec &layer, int64_t inFeatures);
 
-/// Whether every projection of `layer` can run on bf16 pairs (`bf16_compute = dot`) in panels
-/// of `schedule`'s register columns: even input widths, output widths of whole panels.
+/// Whether every projection of `layer` can run on bf16 pairs (`bf16_compute` dot or amx) in
+/// panels of `schedule`'s register columns: even input widths; output widths of whole panels
+/// (amx), or of whole panels narrowed down to one vector (dot, projectionPanelWidth).
 bool pairsFitProjections(const LayerSpec &layer, const Schedule &schedule);
 
 /// Whether the projections' register tiles are whole AMX tiles that fit its registers, and

@@ -10,6 +10,7 @@
 #include "compiler/schedules/ScheduleFile.h"
 
 #include "compiler/schedules/AttentionBlock.h"
+#include "compiler/schedules/ProjectionPanels.h"
 
 #include <fmt/format.h>
 
@@ -138,7 +139,9 @@ int64_t balancedCacheRows(const LayerSpec &layer, const CpuTarget &target,
   int64_t rows = oneTileRows(layer, target);
   if (rows == 0 || p.registerCols <= 0 || p.registerRows <= 0)
     return 0;
-  int64_t panels = std::max<int64_t>(1, narrowestProjection(layer) / p.registerCols);
+  int64_t narrowest = narrowestProjection(layer);
+  int64_t panels = std::max<int64_t>(
+      1, narrowest / projectionPanelWidth(narrowest, p.registerCols, target.lanes()));
   if (panels >= kMinTasks)
     return 0;
   auto wholeTiles = [&](int64_t tileRows) {
@@ -286,24 +289,10 @@ bool amxPreferred(const LayerSpec &layer, const CpuTarget &target, const Schedul
       (schedule.bf16Compute != Bf16Compute::Dot && schedule.bf16Compute != Bf16Compute::Amx))
     return false;
   Schedule amx = schedule;
+  amx.bf16Compute = Bf16Compute::Amx;
   amx.projection.registerRows = amx.projection.registerCols = kAmxRegisterTile;
   amx.projection.panelReductionBlock = 0;
   return amxTilesFit(layer, amx) && pairsFitProjections(layer, amx);
-}
-
-/// Whether a bf16 layer's widths pair up in weight panels of the schedule's register columns or,
-/// where the file leaves those to the fitting (`panelsMayNarrow`), of the narrower ones it may
-/// still choose (halved, down to one vector): keys and values of 2 x 80 = 160 features take
-/// panels of 32.
-bool pairsFitSomePanel(const LayerSpec &layer, const CpuTarget &target, Schedule schedule,
-                       bool panelsMayNarrow) {
-  for (int64_t &cols = schedule.projection.registerCols; cols >= target.lanes(); cols /= 2) {
-    if (pairsFitProjections(layer, schedule))
-      return true;
-    if (!panelsMayNarrow)
-      return false;
-  }
-  return false;
 }
 
 /// Keys in a tile of bf16 products: layers of no more keys keep f32 products by default.
@@ -319,11 +308,10 @@ constexpr int64_t kKeyTile = kAmxTileRows;
 /// from keyStreamingLongKeys keys on); bf16 layers on AMX targets take AMX's register tiles and
 /// kernels (amxPreferred), their attention bf16 products only where the layer's scale is at most 1
 /// and its calls have more than a tile of keys; bf16 layers elsewhere take pair products where
-/// their widths pair up in some panel the fitting may still choose (pairsFitSomePanel, which
-/// `panelsMayNarrow` allows unless the file sets projection_register_cols); a short call's
-/// tensor-core blocks fill the GPU (gridFilledMmaBlock).
+/// their widths pair up (pairsFitProjections); a short call's tensor-core blocks fill the GPU
+/// (gridFilledMmaBlock).
 int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const CpuTarget &target,
-                       const Schedule &schedule, bool panelsMayNarrow) {
+                       const Schedule &schedule) {
   if (id == KnobId::ProjectionCacheCols || id == KnobId::ProjectionCacheRows) {
     // A cache tile holds at least one register tile, whatever its size in the user's file.
     const ProjectionSchedule &p = schedule.projection;
@@ -363,8 +351,8 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
   if (id == KnobId::AttentionCompute && layer.kvSeq != kDynamicSize && layer.kvSeq <= kKeyTile)
     return static_cast<int64_t>(AttentionCompute::F32);
   // AMX's tiles where the CPU has them and the layer's widths fit; else the pair dot products
-  // where they are the faster arithmetic and the layer's widths pair up in some panel (on a
-  // Zen 4, grouped-query layers of 160-feature keys: 2x the f32 kernels' speed); elsewhere the f32
+  // where they are the faster arithmetic and the layer's widths pair up (on a Zen 4,
+  // grouped-query layers of 160-feature keys: 2x the f32 kernels' speed); elsewhere the f32
   // kernels (fitting down the choices would reach bf16 storage, the slow path).
   if (id == KnobId::Bf16Compute && value == static_cast<int64_t>(Bf16Compute::Dot) &&
       amxPreferred(layer, target, schedule))
@@ -372,7 +360,7 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
   if (id == KnobId::Bf16Compute)
     return value == static_cast<int64_t>(Bf16Compute::Dot) &&
                    !(layer.dtype == DType::BF16 && target.bf16DotOutrunsFma &&
-                     pairsFitSomePanel(layer, target, schedule, panelsMayNarrow))
+                     pairsFitProjections(layer, schedule))
                ? static_cast<int64_t>(Bf16Compute::F32)
                : value;
   if (id != KnobId::AttentionValueTileVectors)
@@ -398,8 +386,8 @@ public:
   /// (validation then reports it).
   void fit(KnobId id) {
     const Knob &k = knob(id);
-    int64_t start = preferredValue(id, k.get(schedule_), *context_.layer, context_.target,
-                                   schedule_, !settled_.count(KnobId::ProjectionRegisterCols));
+    int64_t start =
+        preferredValue(id, k.get(schedule_), *context_.layer, context_.target, schedule_);
     for (bool withAlwaysChecked : {true, false}) {
       for (int64_t value : candidates(k, start)) {
         k.set(schedule_, value);

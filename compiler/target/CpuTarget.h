@@ -18,6 +18,10 @@ namespace mhac {
 /// tile registers.
 constexpr int64_t kAmxTileRows = 16;
 constexpr int64_t kAmxTileRowBytes = 64;
+
+/// f32 lanes of one vdpbf16ps on 512-bit registers: the columns of a projection of bf16 pairs
+/// (`bf16_compute = dot`) come in blocks of whole vectors of them.
+constexpr int64_t kBf16PairLanes = 16;
 constexpr int64_t kAmxTileRegisters = 8;
 
 /// A CUDA GPU, for `--target cuda:sm_NN`.

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/conversion/Passes.h"
+#include "compiler/target/CpuTarget.h"
 
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
@@ -28,14 +29,11 @@ using namespace mlir;
 namespace mhac {
 namespace {
 
-/// f32 lanes of one vdpbf16ps on 512-bit registers.
-constexpr int64_t kLanes = 16;
-
 LogicalResult vectorizeTile(linalg::GenericOp tile) {
   SmallVector<int64_t> ranges = tile.getStaticLoopRanges();
   if (ranges.size() != 5 || ranges[1] != 1 || ranges[3] != 1 || ranges[4] != 2 ||
       ShapedType::isDynamic(ranges[0]) || ShapedType::isDynamic(ranges[2]) ||
-      ranges[2] % kLanes != 0 || !tile.hasPureTensorSemantics())
+      ranges[2] % kBf16PairLanes != 0 || !tile.hasPureTensorSemantics())
     return tile.emitOpError("is not a register tile of bf16 pairs (rows x 1 x 16k columns x 1 "
                             "pair x 2 halves)");
   int64_t rows = ranges[0], columns = ranges[2];
@@ -69,12 +67,12 @@ LogicalResult vectorizeTile(linalg::GenericOp tile) {
   Value panelRow = read(tensor::CollapseShapeOp::create(
       b, loc, tile.getDpsInputs()[1], ArrayRef<ReassociationIndices>{{0, 1, 2, 3}}));
   Value sums = read(acc);
-  auto sliceType = VectorType::get({2 * kLanes}, bf16);
+  auto sliceType = VectorType::get({2 * kBf16PairLanes}, bf16);
   SmallVector<Value> weightSlices;
-  for (int64_t c = 0; c < columns; c += kLanes)
-    weightSlices.push_back(
-        vector::ExtractStridedSliceOp::create(b, loc, panelRow, ArrayRef<int64_t>{2 * c},
-                                              ArrayRef<int64_t>{2 * kLanes}, ArrayRef<int64_t>{1}));
+  for (int64_t c = 0; c < columns; c += kBf16PairLanes)
+    weightSlices.push_back(vector::ExtractStridedSliceOp::create(
+        b, loc, panelRow, ArrayRef<int64_t>{2 * c}, ArrayRef<int64_t>{2 * kBf16PairLanes},
+        ArrayRef<int64_t>{1}));
   for (int64_t r = 0; r < rows; ++r) {
     // The row's pair as one 32-bit word, broadcast to every lane.
     Value pair = vector::ExtractOp::create(b, loc, pairs, ArrayRef<int64_t>{r, 0});
@@ -83,13 +81,14 @@ LogicalResult vectorizeTile(linalg::GenericOp tile) {
         ArrayRef<int64_t>{0});
     Value broadcast = vector::BitCastOp::create(
         b, loc, sliceType,
-        vector::BroadcastOp::create(b, loc, VectorType::get({kLanes}, i32), word));
+        vector::BroadcastOp::create(b, loc, VectorType::get({kBf16PairLanes}, i32), word));
     Value row = vector::ExtractOp::create(b, loc, sums, ArrayRef<int64_t>{r, 0});
-    for (int64_t c = 0; c < columns; c += kLanes) {
-      Value partial = vector::ExtractStridedSliceOp::create(
-          b, loc, row, ArrayRef<int64_t>{c}, ArrayRef<int64_t>{kLanes}, ArrayRef<int64_t>{1});
+    for (int64_t c = 0; c < columns; c += kBf16PairLanes) {
+      Value partial = vector::ExtractStridedSliceOp::create(b, loc, row, ArrayRef<int64_t>{c},
+                                                            ArrayRef<int64_t>{kBf16PairLanes},
+                                                            ArrayRef<int64_t>{1});
       Value dot = x86vector::DotBF16Op::create(b, loc, partial.getType(), partial, broadcast,
-                                               weightSlices[c / kLanes]);
+                                               weightSlices[c / kBf16PairLanes]);
       row = vector::InsertStridedSliceOp::create(b, loc, dot, row, ArrayRef<int64_t>{c},
                                                  ArrayRef<int64_t>{1});
     }

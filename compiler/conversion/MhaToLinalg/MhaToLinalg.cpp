@@ -6,6 +6,7 @@
 
 #include "compiler/conversion/Passes.h"
 #include "compiler/conversion/Utils/ConvertElements.h"
+#include "compiler/schedules/ProjectionPanels.h"
 #include "dialects/mha/IR/MhaOps.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -446,9 +447,9 @@ private:
 
 struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
   LinearOpLowering(MLIRContext *ctx, int64_t panelWidth, int64_t rowTile, int64_t cacheRows,
-                   int64_t rowPadding, bool bf16Pairs)
+                   int64_t rowPadding, bool bf16Pairs, int64_t vectorLanes)
       : OpRewritePattern(ctx), panelWidth(panelWidth), rowTile(rowTile), cacheRows(cacheRows),
-        rowPadding(rowPadding), bf16Pairs(bf16Pairs) {}
+        rowPadding(rowPadding), bf16Pairs(bf16Pairs), vectorLanes(vectorLanes) {}
 
   LogicalResult matchAndRewrite(mha::LinearOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -461,6 +462,7 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
 
     // Projections of bf16 pairs: whole panels of an even number of input features (the
     // schedule's rule), and bf16 inputs.
+    int64_t panelWidth = projectionPanelWidth(outFeatures, this->panelWidth, vectorLanes);
     SmallVector<int64_t> blocks = columnBlocks(outFeatures, panelWidth);
     bool pairs = bf16Pairs && blocks.size() == 1 && blocks.front() % panelWidth == 0 &&
                  inputType.getDimSize(rank - 1) % 2 == 0;
@@ -590,6 +592,7 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
 
   int64_t panelWidth, rowTile, cacheRows, rowPadding;
   bool bf16Pairs;
+  int64_t vectorLanes;
 };
 
 struct ConvertMhaToLinalgPass : impl::ConvertMhaToLinalgBase<ConvertMhaToLinalgPass> {
@@ -597,13 +600,13 @@ struct ConvertMhaToLinalgPass : impl::ConvertMhaToLinalgBase<ConvertMhaToLinalgP
 
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    if (panelWidth < 0 || rowTile < 0 || cacheRows < 0 || rowPadding < 0) {
-      getOperation().emitError("panel-width, row-tile, cache-rows and row-padding must not be "
-                               "negative");
+    if (panelWidth < 0 || rowTile < 0 || cacheRows < 0 || rowPadding < 0 || vectorLanes < 0) {
+      getOperation().emitError("panel-width, row-tile, cache-rows, row-padding and "
+                               "vector-lanes must not be negative");
       return signalPassFailure();
     }
     patterns.add<LinearOpLowering>(&getContext(), panelWidth, rowTile, cacheRows, rowPadding,
-                                   bf16Pairs);
+                                   bf16Pairs, vectorLanes);
     // One walk, without folding: each projection is rewritten exactly once, as written.
     walkAndApplyPatterns(getOperation(), std::move(patterns));
     // Projections of bf16 pairs read the tensors a widened layer widened: the widenings they

@@ -2,6 +2,7 @@
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg{panel-width=16}))" | FileCheck %s --check-prefix=PANELS
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg{panel-width=16 row-tile=6 cache-rows=12}))" | FileCheck %s --check-prefix=EDGES
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg{panel-width=48}))" | FileCheck %s --check-prefix=PANEL48
+// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg{panel-width=64 vector-lanes=16}))" | FileCheck %s --check-prefix=NARROW
 
 // A projection with a bias: the weight and bias are marked as parameters, the accumulator
 // starts at the broadcast bias, the weight is transposed to [in, out] for the matmul (into rows
@@ -154,4 +155,20 @@ func.func @whole_rows(%x: tensor<18x24xf32>, %e: tensor<8x24xf32>, %d: tensor<?x
 func.func @panels_of_48(%x: tensor<4x8xf32>, %w: tensor<512x8xf32>) -> tensor<4x512xf32> {
   %y = mha.linear %x, %w : (tensor<4x8xf32>, tensor<512x8xf32>) -> tensor<4x512xf32>
   return %y : tensor<4x512xf32>
+}
+
+// With vector-lanes, a width the panels do not divide takes them halved, while they stay whole
+// vectors, until they do: 160 features in 5 panels of 32, 80 in 5 of 16 (one parallel loop
+// each). 40 features, which no vector of 16 divides, keep whole panels and blocks: 32, then 8.
+// NARROW-LABEL: func.func @narrowed_panels
+// NARROW:         linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x32xf32>, tensor<5x32x32xf32>) outs(%{{.*}} : tensor<4x5x32xf32>) attrs = {mhac.projection}
+// NARROW:         linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x32xf32>, tensor<5x32x16xf32>) outs(%{{.*}} : tensor<4x5x16xf32>) attrs = {mhac.projection}
+// NARROW:         linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x32xf32>, tensor<1x32x32xf32>) outs(%{{.*}} : tensor<4x1x32xf32>) attrs = {mhac.projection}
+// NARROW:         linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x32xf32>, tensor<1x32x8xf32>) outs(%{{.*}} : tensor<4x1x8xf32>) attrs = {mhac.projection}
+// NARROW:         return
+func.func @narrowed_panels(%x: tensor<4x32xf32>, %w160: tensor<160x32xf32>, %w80: tensor<80x32xf32>, %w40: tensor<40x32xf32>) -> (tensor<4x160xf32>, tensor<4x80xf32>, tensor<4x40xf32>) {
+  %a = mha.linear %x, %w160 : (tensor<4x32xf32>, tensor<160x32xf32>) -> tensor<4x160xf32>
+  %b = mha.linear %x, %w80 : (tensor<4x32xf32>, tensor<80x32xf32>) -> tensor<4x80xf32>
+  %c = mha.linear %x, %w40 : (tensor<4x32xf32>, tensor<40x32xf32>) -> tensor<4x40xf32>
+  return %a, %b, %c : tensor<4x160xf32>, tensor<4x80xf32>, tensor<4x40xf32>
 }

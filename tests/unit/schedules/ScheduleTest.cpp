@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/schedules/ProjectionPanels.h"
 #include "compiler/schedules/ScheduleFile.h"
 
 #include <gtest/gtest.h>
@@ -230,26 +231,41 @@ TEST(Resolution, KeepsF32ProductsForOneTileOfKeys) {
   EXPECT_EQ(compute(1, 1, "  attention_compute = dot\n"), AttentionCompute::Dot);
 }
 
-/// Where vdpbf16ps outruns the FMAs, a bf16 layer whose widths do not pair up in the default
-/// panels of 64 (grouped queries: keys and values of 2 x 80 = 160 features) takes pair products
-/// in narrower panels the fitting chooses; panels the file sets are kept, and where the widths
-/// do not pair up in them the layer computes in f32 (not bf16 storage).
-TEST(Resolution, NarrowsPanelsForPairProducts) {
+/// bf16 layers take pair products wherever their widths are whole vectors of 16 (with even
+/// inputs), the register columns kept: keys and values of 2 x 80 or 80 features take narrower
+/// panels or blocks of their own (ProjectionPanels.h), not the whole layer's panels. Widths of
+/// no whole vectors keep the f32 kernels; AMX's register tiles need whole panels.
+TEST(Resolution, PairsWidthsOfWholeVectors) {
   CpuTarget target = makeTarget(512);
   target.avx512bf16 = target.bf16DotOutrunsFma = true;
-  auto resolve = [&](int64_t kvHeads, const std::string &knobs = "") {
-    LayerSpec layer = makeLayer(640, 8, 80, kvHeads, 100);
+  auto resolve = [&](int64_t headDim, int64_t kvHeads, const std::string &knobs = "") {
+    LayerSpec layer = makeLayer(640, 8, headDim, kvHeads, 100);
     layer.dtype = DType::BF16;
     Schedule schedule = resolveWithKnobs(target, layer, knobs);
     return std::pair{schedule.bf16Compute, schedule.projection.registerCols};
   };
-  EXPECT_EQ(resolve(8), (std::pair{Bf16Compute::Dot, int64_t{64}}));
-  EXPECT_EQ(resolve(2), (std::pair{Bf16Compute::Dot, int64_t{32}}));
-  EXPECT_EQ(resolve(1), (std::pair{Bf16Compute::Dot, int64_t{16}}));
-  EXPECT_EQ(resolve(2, "  projection_register_cols = 64\n"),
-            (std::pair{Bf16Compute::F32, int64_t{64}}));
-  EXPECT_EQ(resolve(2, "  projection_register_cols = 32\n"),
-            (std::pair{Bf16Compute::Dot, int64_t{32}}));
+  EXPECT_EQ(resolve(80, 8), (std::pair{Bf16Compute::Dot, int64_t{64}}));
+  EXPECT_EQ(resolve(80, 2), (std::pair{Bf16Compute::Dot, int64_t{64}}));
+  EXPECT_EQ(resolve(80, 1), (std::pair{Bf16Compute::Dot, int64_t{64}}));
+  EXPECT_EQ(resolve(80, 2, "  projection_register_cols = 128\n"),
+            (std::pair{Bf16Compute::Dot, int64_t{128}}));
+  EXPECT_EQ(resolve(40, 1), (std::pair{Bf16Compute::F32, int64_t{64}}));
+  target.amxBf16 = true;
+  EXPECT_EQ(resolve(80, 2), (std::pair{Bf16Compute::Amx, int64_t{32}}));
+  EXPECT_EQ(resolve(80, 1), (std::pair{Bf16Compute::Dot, int64_t{64}}));
+}
+
+/// A projection narrows its panels while they do not divide its width, down to one vector;
+/// a width no vector divides keeps the register columns (and blocks after its whole panels).
+TEST(ProjectionPanels, HalveDownToOneVectorThatDividesTheWidth) {
+  EXPECT_EQ(projectionPanelWidth(640, 64, 16), 64);
+  EXPECT_EQ(projectionPanelWidth(160, 64, 16), 32);
+  EXPECT_EQ(projectionPanelWidth(96, 64, 16), 32);
+  EXPECT_EQ(projectionPanelWidth(80, 64, 16), 16);
+  EXPECT_EQ(projectionPanelWidth(112, 64, 16), 16);
+  EXPECT_EQ(projectionPanelWidth(40, 64, 16), 64);
+  EXPECT_EQ(projectionPanelWidth(40, 64, 8), 8);
+  EXPECT_EQ(projectionPanelWidth(80, 64, 0), 64);
 }
 
 /// bf16 products take a static key sequence of at most 128 keys (in steps of 32) as one block
