@@ -158,7 +158,8 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
     operands are multiplied by AVX512-BF16's vdpbf16ps in register tiles (up to 8 rows x 4
     vectors of accumulators, one pair broadcast per row and step), which unlike AMX's tiles
     stop at a key block's valid keys: a short last block skips its score tiles past them and
-    ends its p.v reduction at their last pair.
+    ends its p.v reduction at their last pair; and at the head's last pair: `dot` takes any
+    even head (a head of 40: its last tiles of values and accumulators 8 features wide).
   }];
   let options = [
     Option<"queryBlock", "query-block", "int64_t", /*default=*/"48",

@@ -727,6 +727,12 @@ bool amxTilesFit(const LayerSpec &layer, const Schedule &s) {
 
 namespace {
 
+/// The features a head of bf16 attention products comes in: AMX's tiles take whole 16s;
+/// vdpbf16ps register tiles, pairs (a head of 40: 20 pairs, its last vector of values 8 rows).
+int64_t attentionHeadStep(const Schedule &s) {
+  return s.attention.compute == AttentionCompute::Amx ? kAmxTileRows : 2;
+}
+
 std::vector<Constraint> cpuConstraints() {
   return {
       {{KnobId::Bf16Compute},
@@ -835,15 +841,22 @@ std::vector<Constraint> cpuConstraints() {
          return s.attention.compute == AttentionCompute::F32 ||
                 (everyBlock(s, c, wholeAmxTiles) &&
                  s.attention.keyBlock % (2 * kAmxTileRows) == 0 &&
-                 c.layer->headDim % kAmxTileRows == 0);
+                 c.layer->headDim % attentionHeadStep(s) == 0);
        },
        [](const Schedule &s, const KnobContext &c) {
          GrownBlock grown = blockBreaking(s, c, wholeAmxTiles);
-         return fmt::format("attention_compute = {} computes whole 16 x 16 tiles, 32 keys a "
-                            "step: layer '{}''s query blocks ({} rows{}) and head ({}) must be "
-                            "multiples of 16, attention_key_block ({}) a multiple of 32",
-                            attentionComputeName(s), c.layer->name, grown.block.rows,
-                            callsOf(grown, s), c.layer->headDim, s.attention.keyBlock);
+         if (s.attention.compute == AttentionCompute::Amx)
+           return fmt::format("attention_compute = amx computes whole 16 x 16 tiles, 32 keys a "
+                              "step: layer '{}''s query blocks ({} rows{}) and head ({}) must "
+                              "be multiples of 16, attention_key_block ({}) a multiple of 32",
+                              c.layer->name, grown.block.rows, callsOf(grown, s), c.layer->headDim,
+                              s.attention.keyBlock);
+         return fmt::format("attention_compute = dot computes 16 queries a vector and pairs "
+                            "of features, 32 keys a step: layer '{}''s query blocks ({} "
+                            "rows{}) must be multiples of 16, its head ({}) even, "
+                            "attention_key_block ({}) a multiple of 32",
+                            c.layer->name, grown.block.rows, callsOf(grown, s), c.layer->headDim,
+                            s.attention.keyBlock);
        }},
       multipleRule(KnobId::ProjectionCacheRows, KnobId::ProjectionRegisterRows,
                    {KnobId::ProjectionCacheRows, KnobId::ProjectionRegisterRows},
@@ -916,9 +929,7 @@ std::vector<Constraint> cpuConstraints() {
         KnobId::AttentionGroupedQueryBlock, KnobId::AttentionLongKeys,
         KnobId::AttentionLongBlockGrowth},
        true,
-       [](const Schedule &s, const KnobContext &c) {
-         return everyBlock(s, c, wholeValueTiles(s));
-       },
+       [](const Schedule &s, const KnobContext &c) { return everyBlock(s, c, wholeValueTiles(s)); },
        [](const Schedule &s, const KnobContext &c) {
          GrownBlock grown = blockBreaking(s, c, wholeValueTiles(s));
          return fmt::format("attention_value_tile_rows ({}) must divide the {} rows of layer "

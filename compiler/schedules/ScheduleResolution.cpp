@@ -350,6 +350,11 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
   // where every call's keys fit one tile of 16, attention multiplies in f32.
   if (id == KnobId::AttentionCompute && layer.kvSeq != kDynamicSize && layer.kvSeq <= kKeyTile)
     return static_cast<int64_t>(AttentionCompute::F32);
+  // Where vdpbf16ps does not outrun the FMAs (Intel's cores), attention's bf16 products are
+  // AMX's or none: a head AMX's tiles do not take (40 features) keeps f32 products there.
+  if (id == KnobId::AttentionCompute && value == static_cast<int64_t>(AttentionCompute::Amx) &&
+      !target.bf16DotOutrunsFma && layer.headDim % kAmxTileRows != 0)
+    return static_cast<int64_t>(AttentionCompute::F32);
   // AMX's tiles where the CPU has them and the layer's widths fit; else the pair dot products
   // where they are the faster arithmetic and the layer's widths pair up (on a Zen 4,
   // grouped-query layers of 160-feature keys: 2x the f32 kernels' speed); elsewhere the f32

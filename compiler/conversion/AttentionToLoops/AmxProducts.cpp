@@ -34,19 +34,20 @@ constexpr int64_t kBandTiles = 2;
 /// bf16 elements of padding after each row of the transposed values: one 64-byte line.
 constexpr int64_t kValueRowPadding = 32;
 
-/// The tile products c += a . b over `pairs`, for c's `rowTiles` x `columnTiles` result tiles:
-/// on AMX (or in vectors) in bands of kBandTiles x kBandTiles, whole; or in vdpbf16ps register
-/// tiles, only as far as `inUse` (the keys of a block's valid columns: a short last key block
-/// costs what its keys do, not a whole block's).
-void accumulateInBands(OpBuilder &b, Location loc, const TileOperands &operands, int64_t rowTiles,
-                       int64_t columnTiles, int64_t pairs, TileStart start,
-                       AttentionProducts products, PairsInUse inUse) {
+/// The tile products c += a . b over `pairs`, for c's `rows` x `columns`: on AMX (or in
+/// vectors) in bands of kBandTiles x kBandTiles whole tiles (`rows` and `columns` whole tiles);
+/// or in vdpbf16ps register tiles of any rows (a head of 40), only as far as `inUse` (the keys
+/// of a block's valid columns: a short last key block costs what its keys do, not a whole
+/// block's).
+void accumulateInBands(OpBuilder &b, Location loc, const TileOperands &operands, int64_t rows,
+                       int64_t columns, int64_t pairs, TileStart start, AttentionProducts products,
+                       PairsInUse inUse) {
   if (products == AttentionProducts::Dot) {
-    accumulatePairsInRegisters(b, loc, operands, rowTiles * kAmxTileRows,
-                               columnTiles * kAmxTileColumns, pairs, start, inUse);
+    accumulatePairsInRegisters(b, loc, operands, rows, columns, pairs, start, inUse);
     return;
   }
   bool vectors = products == AttentionProducts::AmxInVectors;
+  int64_t rowTiles = rows / kAmxTileRows, columnTiles = columns / kAmxTileColumns;
   for (int64_t r0 = 0; r0 < rowTiles; r0 += kBandTiles)
     for (int64_t c0 = 0; c0 < columnTiles; c0 += kBandTiles) {
       SmallVector<TileRows> rows;
@@ -100,36 +101,46 @@ void AttentionLowering::buildAmxOperands(Value batchSize, Value kvSeq, int64_t g
   MLIRContext *ctx = b_.getContext();
   AffineMap rowsAndColumns =
       AffineMap::get(3, 0, {getAffineDimExpr(1, ctx), getAffineDimExpr(2, ctx)}, ctx);
-  auto tileType = VectorType::get({lanes, lanes}, elementType_);
-  auto f32Tile = VectorType::get({lanes, lanes}, f32_);
   auto bf16Row = VectorType::get({lanes}, bf16);
   Value padding = arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(elementType_));
-  // `whole`: the tile's rows are all keys, read as they are; else each row is checked (and
-  // read as zero past the last key), which is a branch per row.
-  auto readTile = [&](Value memref, Value d, bool whole) {
+  // A tile of `width` features (`lanes`, or fewer at the end of a head that is no whole number
+  // of vectors) of `lanes` keys. `whole`: the tile's rows are all keys, read as they are; else
+  // each row is checked (and read as zero past the last key), which is a branch per row.
+  auto readTile = [&](Value memref, Value d, bool whole, int64_t width) {
     Value tile = vector::TransferReadOp::create(
-        b_, loc_, tileType, memref, ValueRange{batch, key, add(column, d)},
-        AffineMapAttr::get(rowsAndColumns), padding, /*mask=*/Value(),
-        b_.getBoolArrayAttr({whole, true}));
-    return elementType_ == f32_ ? tile : arith::ExtFOp::create(b_, loc_, f32Tile, tile);
+        b_, loc_, VectorType::get({lanes, width}, elementType_), memref,
+        ValueRange{batch, key, add(column, d)}, AffineMapAttr::get(rowsAndColumns), padding,
+        /*mask=*/Value(), b_.getBoolArrayAttr({whole, true}));
+    return elementType_ == f32_
+               ? tile
+               : arith::ExtFOp::create(b_, loc_, VectorType::get({lanes, width}, f32_), tile);
   };
   auto round = [&](Value row) {
     return x86vector::CvtPackedF32ToBF16Op::create(b_, loc_, bf16Row, row);
   };
+  Value zeroLanes = splat(laneVector_, f32(0));
+  auto roundTile = [&](Value d, bool whole, int64_t width) {
+    Value keys = keysInPlace ? Value() : readTile(key_, d, whole, width);
+    Value values = vector::TransposeOp::create(b_, loc_, readTile(value_, d, whole, width),
+                                               ArrayRef<int64_t>{1, 0});
+    // A narrower row of keys is stored whole, zero past the head, as the padded buffer wants.
+    for (int64_t r = 0; keys && r < lanes; ++r) {
+      Value keyRow = vector::ExtractOp::create(b_, loc_, keys, ArrayRef<int64_t>{r});
+      if (width < lanes)
+        keyRow = vector::InsertStridedSliceOp::create(b_, loc_, keyRow, zeroLanes,
+                                                      ArrayRef<int64_t>{0}, ArrayRef<int64_t>{1});
+      storeVector(round(keyRow), keysBf16_, {batch, group, add(key, index(r)), d});
+    }
+    for (int64_t r = 0; r < width; ++r) {
+      Value valueRow = vector::ExtractOp::create(b_, loc_, values, ArrayRef<int64_t>{r});
+      storeVector(round(valueRow), valuesT_, {batch, group, add(d, index(r)), key});
+    }
+  };
+  int64_t wholeColumns = headDim_ / lanes * lanes;
   auto roundTiles = [&](bool whole) {
-    forLoop(c0, index(headDim_), lanesValue, [&](Value d) {
-      Value keys = keysInPlace ? Value() : readTile(key_, d, whole);
-      Value values = vector::TransposeOp::create(b_, loc_, readTile(value_, d, whole),
-                                                 ArrayRef<int64_t>{1, 0});
-      for (int64_t r = 0; r < lanes; ++r) {
-        if (keys) {
-          Value keyRow = vector::ExtractOp::create(b_, loc_, keys, ArrayRef<int64_t>{r});
-          storeVector(round(keyRow), keysBf16_, {batch, group, add(key, index(r)), d});
-        }
-        Value valueRow = vector::ExtractOp::create(b_, loc_, values, ArrayRef<int64_t>{r});
-        storeVector(round(valueRow), valuesT_, {batch, group, add(d, index(r)), key});
-      }
-    });
+    forLoop(c0, index(wholeColumns), lanesValue, [&](Value d) { roundTile(d, whole, lanes); });
+    if (wholeColumns < headDim_)
+      roundTile(index(wholeColumns), whole, headDim_ - wholeColumns);
   };
   // The next task's rows (a thread runs its tasks in order: the next keys of this head),
   // fetched into L2 while this one is rounded: each row is a model row from the next, and read
@@ -151,7 +162,7 @@ void AttentionLowering::buildAmxOperands(Value batchSize, Value kvSeq, int64_t g
   if (keysInPlace)
     return;
   Value zeroRow = arith::ConstantOp::create(b_, loc_, bf16Row, b_.getZeroAttr(bf16Row));
-  for (int64_t d = headDim_; d < paddedHead; d += lanes)
+  for (int64_t d = vectorsFor(headDim_, lanes) * lanes; d < paddedHead; d += lanes)
     for (int64_t r = 0; r < lanes; ++r)
       storeVector(zeroRow, keysBf16_, {batch, group, add(key, index(r)), index(d)});
 }
@@ -239,11 +250,11 @@ void AttentionLowering::buildAmxScores(Value j0, Value cols) {
                                   : window(b_, loc_, keysBf16_, batch_, group_, j0, keyBlock,
                                            b_.getIndexAttr(0), paddedHead);
   // AMX's tiles take whole steps of 32 features; register tiles stop at the head's last pair
-  // (a head of 80: 40 pairs, not 48; `dot` heads are whole 16s).
+  // (a head of 80: 40 pairs, not 48; `dot` heads are even).
   int64_t pairs = blocking_.products == AttentionProducts::Dot ? headDim_ / 2 : paddedHead / 2;
-  accumulateInBands(b_, loc_, TileOperands{keys, queryPairs_, scores_}, keyBlock / kAmxTileRows,
-                    blocking_.queryBlock / kAmxTileColumns, pairs, TileStart::Zero,
-                    blocking_.products, PairsInUse{cols, Value()});
+  accumulateInBands(b_, loc_, TileOperands{keys, queryPairs_, scores_}, keyBlock,
+                    blocking_.queryBlock, pairs, TileStart::Zero, blocking_.products,
+                    PairsInUse{cols, Value()});
 }
 
 void AttentionLowering::maskScores(Value j0, Value cols) {
@@ -276,17 +287,18 @@ void AttentionLowering::buildAmxValueUpdate(Value j0, Value cols) {
     }
   });
   Value values = window(b_, loc_, valuesT_, batch_, group_, index(0), headDim_, j0, keyBlock);
-  accumulateInBands(b_, loc_, TileOperands{values, probabilityPairs_, accT_},
-                    headDim_ / kAmxTileRows, blocking_.queryBlock / kAmxTileColumns, keyBlock / 2,
-                    TileStart::Load, blocking_.products,
+  accumulateInBands(b_, loc_, TileOperands{values, probabilityPairs_, accT_}, headDim_,
+                    blocking_.queryBlock, keyBlock / 2, TileStart::Load, blocking_.products,
                     PairsInUse{Value(), arith::CeilDivSIOp::create(b_, loc_, cols, index(2))});
 }
 
 void AttentionLowering::transposeAccumulators() {
   int64_t lanes = blocking_.lanes;
-  auto tileType = VectorType::get({lanes, lanes}, f32_);
   Value padding = f32(0);
-  forLoop(index(0), index(headDim_), index(lanes), [&](Value d) {
+  // Tiles of `width` features of the head (the last one narrower where the head is no whole
+  // number of vectors) by `lanes` queries.
+  auto transposeTiles = [&](Value d, int64_t width) {
+    auto tileType = VectorType::get({width, lanes}, f32_);
     for (int64_t q = 0; q < blocking_.queryBlock; q += lanes) {
       Value tile = vector::TransferReadOp::create(
           b_, loc_, tileType, accT_, ValueRange{d, index(q)}, padding, ArrayRef<bool>{true, true});
@@ -294,7 +306,11 @@ void AttentionLowering::transposeAccumulators() {
       vector::TransferWriteOp::create(b_, loc_, transposed, acc_, ValueRange{index(q), d},
                                       ArrayRef<bool>{true, true});
     }
-  });
+  };
+  int64_t wholeRows = headDim_ / lanes * lanes;
+  forLoop(index(0), index(wholeRows), index(lanes), [&](Value d) { transposeTiles(d, lanes); });
+  if (wholeRows < headDim_)
+    transposeTiles(index(wholeRows), headDim_ - wholeRows);
 }
 
 } // namespace mhac

@@ -315,13 +315,14 @@ struct ConvertMhaAttentionToLoopsPass
                                          longBlockGrowth))
         blockings.push_back(blockingOf(op, growth));
       for (const AttentionBlocking &blocking : blockings) {
+        // AMX's tiles are whole 16s of the head; vdpbf16ps register tiles, pairs of it.
+        int64_t headStep = blocking.products == AttentionProducts::Dot ? 2 : kAmxTileRows;
         if (blocking.bf16Products() &&
             (vectorLanes != kAmxTileRows || blocking.queryBlock % kAmxTileRows != 0 ||
-             blocking.keyBlock % (2 * kAmxTileRows) != 0 ||
-             op.getHeadDim() % kAmxTileRows != 0)) {
+             blocking.keyBlock % (2 * kAmxTileRows) != 0 || op.getHeadDim() % headStep != 0)) {
           op.emitError("attention's bf16 products need 16 vector lanes, query blocks of whole "
                        "16-row tiles, key blocks of whole steps of 32 keys and heads of whole "
-                       "16-row tiles");
+                       "16-row tiles (even heads with dot)");
           return signalPassFailure();
         }
       }

@@ -110,7 +110,7 @@ void AttentionLowering::buildQueryTranspose(Value rows) {
       // of queryPairs_ is word k of every query: the block's rows transposed as words. So a
       // tile is `lanes` rows of 2 x lanes features, rounded, transposed as lanes x lanes i32
       // (half the shuffles of f32 tiles, and no pass interleaving rows into pairs); the head's
-      // padding to whole steps of AMX's reduction is read as zeros.
+      // padding to whole steps of AMX's reduction is zeros, read from no feature past the head.
       auto wordTile = VectorType::get({lanes, lanes}, b_.getI32Type());
       auto words = VectorType::get({lanes}, b_.getI32Type());
       auto pairRow = VectorType::get({2 * lanes}, b_.getBF16Type());
@@ -127,29 +127,42 @@ void AttentionLowering::buildQueryTranspose(Value rows) {
                    ArrayRef<bool>{true})
             .getResult();
       };
-      // `lanes` features of a query from `feature` on, rounded to bf16.
-      auto roundedHalf = [&](Value row, Value feature) {
-        if (elementType_ != f32_)
-          return readBf16(halfRow, row, feature);
-        return x86vector::CvtPackedF32ToBF16Op::create(
-                   b_, loc_, halfRow, readRow(lanes, query_, {batch_, row, feature}))
-            .getResult();
+      // `width` (at most `lanes`) features of a query from `feature` on, rounded to bf16, zero
+      // past them: a head no whole number of vectors reads no feature past its end.
+      auto roundedHalf = [&](Value row, Value feature, int64_t width) -> Value {
+        if (width == 0)
+          return zeroHalf;
+        if (elementType_ != f32_) {
+          if (width == lanes)
+            return readBf16(halfRow, row, feature);
+          return vector::InsertStridedSliceOp::create(
+              b_, loc_, readBf16(VectorType::get({width}, b_.getBF16Type()), row, feature),
+              zeroHalf, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{1});
+        }
+        Value features = readRow(width, query_, {batch_, row, feature});
+        if (width < lanes)
+          features =
+              vector::InsertStridedSliceOp::create(b_, loc_, features, splat(laneVector_, f32(0)),
+                                                   ArrayRef<int64_t>{0}, ArrayRef<int64_t>{1});
+        return x86vector::CvtPackedF32ToBF16Op::create(b_, loc_, halfRow, features).getResult();
       };
-      // The words of `lanes` pairs of features from `feature` on: one read of a bf16 row.
-      auto rowWords = [&](Value row, Value feature, bool wholeStep) {
-        if (wholeStep && elementType_ != f32_)
+      // The words of the pairs of `width` features (at most 2 x `lanes`) from `feature` on:
+      // one read of a bf16 row where they are a whole step.
+      auto rowWords = [&](Value row, Value feature, int64_t width) {
+        if (width == 2 * lanes && elementType_ != f32_)
           return vector::BitCastOp::create(b_, loc_, words, readBf16(pairRow, row, feature))
               .getResult();
-        Value low = roundedHalf(row, feature);
-        Value high = wholeStep ? roundedHalf(row, add(feature, index(lanes))) : zeroHalf;
+        Value low = roundedHalf(row, feature, std::min(width, lanes));
+        Value high =
+            roundedHalf(row, add(feature, index(lanes)), std::max<int64_t>(0, width - lanes));
         return vector::BitCastOp::create(
                    b_, loc_, words, vector::ShuffleOp::create(b_, loc_, low, high, concatenation))
             .getResult();
       };
-      auto transposeWords = [&](Value d, bool wholeStep) {
+      auto transposeWords = [&](Value d, int64_t width) {
         Value tile = arith::ConstantOp::create(b_, loc_, wordTile, b_.getZeroAttr(wordTile));
         for (int64_t i = 0; i < lanes; ++i) {
-          Value row = rowWords(sourceRows[i], add(columns[i], d), wholeStep);
+          Value row = rowWords(sourceRows[i], add(columns[i], d), width);
           row = arith::SelectOp::create(b_, loc_, valid[i], row, zeroWords);
           tile = vector::InsertOp::create(b_, loc_, row, tile, i);
         }
@@ -162,9 +175,9 @@ void AttentionLowering::buildQueryTranspose(Value rows) {
         }
       };
       int64_t step = 2 * lanes, wholeSteps = headDim_ / step * step;
-      forLoop(c0, index(wholeSteps), index(step), [&](Value d) { transposeWords(d, true); });
+      forLoop(c0, index(wholeSteps), index(step), [&](Value d) { transposeWords(d, step); });
       if (wholeSteps < headDim_)
-        transposeWords(index(wholeSteps), false);
+        transposeWords(index(wholeSteps), headDim_ - wholeSteps);
       return;
     }
     // The tile of the head's features [d, d + width).

@@ -231,6 +231,27 @@ TEST(Resolution, KeepsF32ProductsForOneTileOfKeys) {
   EXPECT_EQ(compute(1, 1, "  attention_compute = dot\n"), AttentionCompute::Dot);
 }
 
+/// Attention's vdpbf16ps products take any even head (Stable Diffusion's 40); an odd one keeps
+/// f32 products. Where vdpbf16ps does not outrun the FMAs (an AMX Xeon), a head AMX's tiles do
+/// not take keeps f32 products rather than falling to vdpbf16ps.
+TEST(Resolution, TakesBf16ProductsForEvenHeads) {
+  CpuTarget target = makeTarget(512);
+  target.avx512bf16 = target.bf16DotOutrunsFma = true;
+  auto compute = [&](int64_t heads, int64_t headDim) {
+    LayerSpec layer = makeLayer(320, heads, headDim, heads, 77);
+    layer.dtype = DType::BF16;
+    return resolveWithKnobs(target, layer, "").attention.compute;
+  };
+  EXPECT_EQ(compute(8, 40), AttentionCompute::Dot);
+  EXPECT_EQ(compute(32, 10), AttentionCompute::Dot);
+  EXPECT_EQ(compute(16, 20), AttentionCompute::Dot);
+  EXPECT_EQ(compute(32, 9), AttentionCompute::F32);
+  target.bf16DotOutrunsFma = false;
+  target.amxBf16 = true;
+  EXPECT_EQ(compute(8, 40), AttentionCompute::F32);
+  EXPECT_EQ(compute(5, 64), AttentionCompute::Amx);
+}
+
 /// bf16 layers take pair products wherever their widths are whole vectors of 16 (with even
 /// inputs), the register columns kept: keys and values of 2 x 80 or 80 features take narrower
 /// panels or blocks of their own (ProjectionPanels.h), not the whole layer's panels. Widths of
