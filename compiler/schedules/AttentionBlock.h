@@ -56,6 +56,11 @@ inline std::vector<int64_t> blockGrowths(int64_t kvSeq, int64_t longKeys, int64_
 /// reduction in attention's bf16 products, whose padded rows the scratch holds too.
 inline int64_t amxPaddedHead(int64_t headDim) { return (headDim + 31) / 32 * 32; }
 
+/// The features a head of attention's bf16 products comes in: AMX's tiles (`amxTiles`) take
+/// whole 16s of it; vdpbf16ps register tiles stop at its last pair, so any even head (40: 20
+/// pairs, its last tiles of values and accumulators 8 features wide).
+inline int64_t bf16ProductsHeadStep(bool amxTiles) { return amxTiles ? 16 : 2; }
+
 /// Vectors of `lanes` that hold `elements` (the last one partial).
 inline int64_t vectorsFor(int64_t elements, int64_t lanes) {
   return (elements + lanes - 1) / lanes;

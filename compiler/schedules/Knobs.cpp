@@ -727,12 +727,6 @@ bool amxTilesFit(const LayerSpec &layer, const Schedule &s) {
 
 namespace {
 
-/// The features a head of bf16 attention products comes in: AMX's tiles take whole 16s;
-/// vdpbf16ps register tiles, pairs (a head of 40: 20 pairs, its last vector of values 8 rows).
-int64_t attentionHeadStep(const Schedule &s) {
-  return s.attention.compute == AttentionCompute::Amx ? kAmxTileRows : 2;
-}
-
 std::vector<Constraint> cpuConstraints() {
   return {
       {{KnobId::Bf16Compute},
@@ -841,7 +835,9 @@ std::vector<Constraint> cpuConstraints() {
          return s.attention.compute == AttentionCompute::F32 ||
                 (everyBlock(s, c, wholeAmxTiles) &&
                  s.attention.keyBlock % (2 * kAmxTileRows) == 0 &&
-                 c.layer->headDim % attentionHeadStep(s) == 0);
+                 c.layer->headDim %
+                         bf16ProductsHeadStep(s.attention.compute == AttentionCompute::Amx) ==
+                     0);
        },
        [](const Schedule &s, const KnobContext &c) {
          GrownBlock grown = blockBreaking(s, c, wholeAmxTiles);

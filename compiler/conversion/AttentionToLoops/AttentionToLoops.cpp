@@ -315,8 +315,7 @@ struct ConvertMhaAttentionToLoopsPass
                                          longBlockGrowth))
         blockings.push_back(blockingOf(op, growth));
       for (const AttentionBlocking &blocking : blockings) {
-        // AMX's tiles are whole 16s of the head; vdpbf16ps register tiles, pairs of it.
-        int64_t headStep = blocking.products == AttentionProducts::Dot ? 2 : kAmxTileRows;
+        int64_t headStep = bf16ProductsHeadStep(blocking.products != AttentionProducts::Dot);
         if (blocking.bf16Products() &&
             (vectorLanes != kAmxTileRows || blocking.queryBlock % kAmxTileRows != 0 ||
              blocking.keyBlock % (2 * kAmxTileRows) != 0 || op.getHeadDim() % headStep != 0)) {
