@@ -57,6 +57,10 @@ public:
   int32_t queuePrepared();
   /// The output of the last call.
   std::vector<float> output() const;
+  /// Whether the bytes around the output are as the call found them: a layer that stores past
+  /// either end of its output (a vector tail wider than the row, say) fails here, even where
+  /// the stray bytes land in memory nothing else reads.
+  bool outputGuardsIntact() const;
   mhac_sizes sizes() const { return sizes_; }
 
 private:
@@ -72,8 +76,9 @@ private:
   const mhac_layer &layer_;
   std::vector<std::vector<uint16_t>> bf16_; ///< bf16 copies of the inputs of a bf16 layer
   std::vector<const void *> inputs_;
-  std::vector<float> out_;
-  std::vector<uint16_t> outBF16_;
+  /// The output's bytes between two guards of kGuardBytes, filled with kGuardByte.
+  std::vector<unsigned char> outBytes_;
+  size_t outElementBytes_ = 0;
   std::vector<void *> pointers_;
   void *prepared_ = nullptr;
   mhac_sizes sizes_;

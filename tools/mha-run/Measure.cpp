@@ -88,6 +88,10 @@ int measure(const mhac_layer &layer, const LayerData &data, const RunOptions &op
     printFailure(fmt::format("the layer failed: {}", mhac_status_string(status)));
     return 1;
   }
+  if (!call.outputGuardsIntact()) {
+    printFailure("the layer wrote past the ends of its output");
+    return 1;
+  }
   std::vector<float> single = call.output();
   std::string referenceError;
   std::vector<double> expected =
@@ -107,6 +111,10 @@ int measure(const mhac_layer &layer, const LayerData &data, const RunOptions &op
   if (int32_t status = call.runPrepared()) {
     printFailure(
         fmt::format("the layer failed on several threads: {}", mhac_status_string(status)));
+    return 1;
+  }
+  if (!call.outputGuardsIntact()) {
+    printFailure("the layer wrote past the ends of its output on several threads");
     return 1;
   }
   if (call.output() != single) {

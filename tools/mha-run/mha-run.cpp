@@ -184,6 +184,8 @@ int run(const RunOptions &options) {
   LayerCall call(*layer, data);
   if (int32_t status = call.run())
     return failure(fmt::format("layer '{}' failed: {}", layer->name, describeStatus(status)));
+  if (!call.outputGuardsIntact())
+    return failure(fmt::format("layer '{}' wrote past the ends of its output", layer->name));
   std::vector<float> out = call.output();
   // The other way to call a layer, on parameters prepared once: --check and --bench use it too,
   // and it must give the very same bits.
@@ -191,6 +193,9 @@ int run(const RunOptions &options) {
     if (int32_t status = call.prepare(); status || (status = call.runPrepared()))
       return failure(fmt::format("layer '{}' failed on prepared parameters: {}", layer->name,
                                  describeStatus(status)));
+    if (!call.outputGuardsIntact())
+      return failure(fmt::format(
+          "layer '{}' wrote past the ends of its output on prepared parameters", layer->name));
     if (call.output() != out)
       return failure(
           fmt::format("layer '{}': a run on prepared parameters differs from a run", layer->name));
