@@ -7,6 +7,7 @@
 #include "compiler/target/CodeEmitter.h"
 
 #include "compiler/target/EntryPoints.h"
+#include "compiler/target/SingleLaneMaskedStores.h"
 
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -71,6 +72,7 @@ void optimizeModule(Module &module, TargetMachine &machine) {
 
 Error emitMachineCode(Module &module, TargetMachine &machine, raw_pwrite_stream &out,
                       CodeGenFileType kind) {
+  scalarizeSingleLaneMaskedStores(module);
   legacy::PassManager passes;
   if (machine.addPassesToEmitFile(passes, out, nullptr, kind))
     return createStringError(inconvertibleErrorCode(), "the target cannot emit this file type");

@@ -36,7 +36,8 @@ llvm::Expected<std::unique_ptr<llvm::Module>> translateAndOptimize(mlir::ModuleO
 /// Runs LLVM's O3 pipeline, tuned for `machine`, on `module`.
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine);
 
-/// Writes `module` as an object file or assembly.
+/// Writes `module` as an object file or assembly, after working around a back-end bug its
+/// masked stores may meet (scalarizeSingleLaneMaskedStores).
 llvm::Error emitMachineCode(llvm::Module &module, llvm::TargetMachine &machine,
                             llvm::raw_pwrite_stream &out, llvm::CodeGenFileType kind);
 
