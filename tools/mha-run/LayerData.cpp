@@ -262,17 +262,15 @@ LayerCall::LayerCall(const mhac_layer &layer, const LayerData &data)
   outBytes_.assign(kGuardBytes + data.outputSize() * outElementBytes_ + kGuardBytes, kGuardByte);
   std::fill_n(outBytes_.begin() + kGuardBytes, data.outputSize() * outElementBytes_, 0);
   pointers_.push_back(outBytes_.data() + kGuardBytes);
-  // A CUDA layer gets device copies of everything: each tensor's bytes follow from its host
-  // vector (the last pointer is the output).
-  if (layer.device) {
-    size_t element = bf16 ? sizeof(uint16_t) : sizeof(float);
-    for (const std::vector<float> *tensor : tensors)
-      bytes_.push_back(tensor->size() * element);
-    if (layer.kv_lens)
-      bytes_.push_back(data.kvLens.size() * sizeof(int32_t));
-    bytes_.push_back(data.outputSize() * element);
+  // Each tensor's bytes follow from its host vector (the last pointer is the output).
+  for (const std::vector<float> *tensor : tensors)
+    bytes_.push_back(tensor->size() * outElementBytes_);
+  if (layer.kv_lens)
+    bytes_.push_back(data.kvLens.size() * sizeof(int32_t));
+  bytes_.push_back(data.outputSize() * outElementBytes_);
+  // A CUDA layer gets device copies of everything.
+  if (layer.device)
     deviceStatus_ = upload();
-  }
 }
 
 int32_t LayerCall::upload() {
@@ -352,6 +350,17 @@ std::vector<float> LayerCall::output() const {
   std::vector<float> widened(outBF16.size());
   std::transform(outBF16.begin(), outBF16.end(), widened.begin(), io::bf16ToFloat);
   return widened;
+}
+
+uint64_t LayerCall::inputsDigest() const {
+  // FNV-1a over every input's bytes, in order.
+  uint64_t digest = 14695981039346656037ull;
+  for (size_t i = 0; i + 1 < pointers_.size(); ++i) {
+    const auto *bytes = static_cast<const unsigned char *>(pointers_[i]);
+    for (size_t j = 0; j < bytes_[i]; ++j)
+      digest = (digest ^ bytes[j]) * 1099511628211ull;
+  }
+  return digest;
 }
 
 bool LayerCall::outputGuardsIntact() const {

@@ -61,6 +61,8 @@ public:
   /// either end of its output (a vector tail wider than the row, say) fails here, even where
   /// the stray bytes land in memory nothing else reads.
   bool outputGuardsIntact() const;
+  /// A digest of the host bytes of every tensor the layer reads: a call must leave it as it was.
+  uint64_t inputsDigest() const;
   mhac_sizes sizes() const { return sizes_; }
 
 private:
@@ -75,17 +77,17 @@ private:
 
   const mhac_layer &layer_;
   std::vector<std::vector<uint16_t>> bf16_; ///< bf16 copies of the inputs of a bf16 layer
-  std::vector<const void *> inputs_;
   /// The output's bytes between two guards of kGuardBytes, filled with kGuardByte.
   std::vector<unsigned char> outBytes_;
   size_t outElementBytes_ = 0;
   std::vector<void *> pointers_;
   void *prepared_ = nullptr;
   mhac_sizes sizes_;
-  /// A CUDA layer's device copies of pointers_, their sizes in bytes, and whether making them
-  /// failed (an mhac_status).
-  std::vector<void *> devicePointers_;
+  /// The sizes in bytes of the tensors of pointers_.
   std::vector<size_t> bytes_;
+  /// A CUDA layer's device copies of pointers_, and whether making them failed (an
+  /// mhac_status).
+  std::vector<void *> devicePointers_;
   int32_t deviceStatus_ = MHAC_OK;
 };
 

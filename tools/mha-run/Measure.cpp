@@ -78,6 +78,7 @@ void printFailure(const std::string &reason) {
 
 int measure(const mhac_layer &layer, const LayerData &data, const RunOptions &options) {
   LayerCall call(layer, data);
+  uint64_t inputs = call.inputsDigest();
   if (int32_t status = call.prepare()) {
     printFailure(fmt::format("preparation failed: {}", mhac_status_string(status)));
     return 1;
@@ -90,6 +91,10 @@ int measure(const mhac_layer &layer, const LayerData &data, const RunOptions &op
   }
   if (!call.outputGuardsIntact()) {
     printFailure("the layer wrote past the ends of its output");
+    return 1;
+  }
+  if (call.inputsDigest() != inputs) {
+    printFailure("the layer changed its inputs");
     return 1;
   }
   std::vector<float> single = call.output();

@@ -182,10 +182,15 @@ int run(const RunOptions &options) {
     mhac_set_num_threads(static_cast<int32_t>(std::min<long>(*options.threads, INT32_MAX)));
 
   LayerCall call(*layer, data);
+  // --check also makes sure the layer leaves what it reads as it found it.
+  uint64_t inputs = options.check ? call.inputsDigest() : 0;
+  auto changedInputs = [&] { return options.check && call.inputsDigest() != inputs; };
   if (int32_t status = call.run())
     return failure(fmt::format("layer '{}' failed: {}", layer->name, describeStatus(status)));
   if (!call.outputGuardsIntact())
     return failure(fmt::format("layer '{}' wrote past the ends of its output", layer->name));
+  if (changedInputs())
+    return failure(fmt::format("layer '{}' changed its inputs", layer->name));
   std::vector<float> out = call.output();
   // The other way to call a layer, on parameters prepared once: --check and --bench use it too,
   // and it must give the very same bits.
@@ -196,6 +201,9 @@ int run(const RunOptions &options) {
     if (!call.outputGuardsIntact())
       return failure(fmt::format(
           "layer '{}' wrote past the ends of its output on prepared parameters", layer->name));
+    if (changedInputs())
+      return failure(
+          fmt::format("layer '{}' changed its inputs on prepared parameters", layer->name));
     if (call.output() != out)
       return failure(
           fmt::format("layer '{}': a run on prepared parameters differs from a run", layer->name));

@@ -1,6 +1,7 @@
-/* A module of one f32 layer, written by hand, whose run copies x to its output and stores one
- * element past the output's end, or one before its start (STRAY_BEFORE): the stray stores mha-run's
- * guards around the output must catch, before any check of the values. */
+/* A module of one f32 layer, written by hand, whose run copies x to its output and then stores
+ * where a layer must not: one element past the output's end, one before its start
+ * (STRAY_BEFORE), or into x (STRAY_INPUT). mha-run must catch each, before any check of the
+ * values. */
 #include "mhac/runtime.h"
 
 #include <string.h>
@@ -9,11 +10,13 @@ enum { kModel = 8, kSeq = 1, kBatch = 1 };
 
 static int32_t run(void *const *tensors, const mhac_sizes *sizes) {
   (void)sizes;
-  const float *x = (const float *)tensors[0];
+  float *x = (float *)tensors[0];
   float *out = (float *)tensors[5];
   memcpy(out, x, sizeof(float) * kModel * kSeq * kBatch);
-#ifdef STRAY_BEFORE
+#if defined(STRAY_BEFORE)
   out[-1] = 0.0f;
+#elif defined(STRAY_INPUT)
+  x[0] += 1.0f;
 #else
   out[kModel * kSeq * kBatch] = 0.0f;
 #endif
