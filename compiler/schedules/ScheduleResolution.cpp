@@ -346,9 +346,14 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
   if (id == KnobId::AttentionCompute && layer.scale > 1)
     return static_cast<int64_t>(AttentionCompute::F32);
   // bf16 products cost a head a fixed layout (its values transposed, its queries and
-  // accumulators transposed in and out of pairs) that the products of a few keys do not repay:
-  // where every call's keys fit one tile of 16, attention multiplies in f32.
+  // accumulators transposed in and out of pairs) that few products do not repay: where every
+  // call's keys fit one tile of 16, or its query rows per key/value head do (a decoding step's
+  // one query against a long memory: each value laid out for one row), attention multiplies
+  // in f32.
   if (id == KnobId::AttentionCompute && layer.kvSeq != kDynamicSize && layer.kvSeq <= kKeyTile)
+    return static_cast<int64_t>(AttentionCompute::F32);
+  if (id == KnobId::AttentionCompute && layer.seq != kDynamicSize &&
+      layer.seq * (layer.heads / layer.kvHeads) <= kKeyTile)
     return static_cast<int64_t>(AttentionCompute::F32);
   // Where vdpbf16ps does not outrun the FMAs (Intel's cores), attention's bf16 products are
   // AMX's or none: a head AMX's tiles do not take (40 features) keeps f32 products there.

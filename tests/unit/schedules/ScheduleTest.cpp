@@ -181,8 +181,9 @@ Schedule resolveWithKnobs(const CpuTarget &target, const LayerSpec &layer,
 
 /// Where attention multiplies bf16 (a Zen 4: vdpbf16ps outruns the FMAs), a query block takes
 /// the 3 to 5 vectors that pad the sequence to the fewest rows (four on a tie, then three), a
-/// sequence of one or two vectors one block (a decoding step against 512 keys: one vector);
-/// f32 attention, dynamic sequences and a block the file sets keep theirs.
+/// sequence of one or two vectors one block (a decoding step against 512 keys that asks for
+/// bf16 products: one vector); f32 attention, dynamic sequences and a block the file sets keep
+/// theirs.
 TEST(Resolution, TakesWholeBf16TilesWherePaddingAllows) {
   CpuTarget target = makeTarget(512);
   target.avx512bf16 = target.bf16DotOutrunsFma = true;
@@ -203,21 +204,23 @@ TEST(Resolution, TakesWholeBf16TilesWherePaddingAllows) {
   EXPECT_EQ(block(77, DType::BF16), 80);  // 80, not 96 or 128
   EXPECT_EQ(block(100, DType::BF16), 64); // 128, not 144 or 160
   EXPECT_EQ(block(20, DType::BF16), 32);  // one block of two vectors
-  EXPECT_EQ(block(1, DType::BF16), 16);   // a decoding step: one vector
+  EXPECT_EQ(block(1, DType::BF16, "  attention_compute = dot\n"), 16); // one vector
   EXPECT_EQ(block(kDynamicSize, DType::BF16), 48);
   EXPECT_EQ(block(128, DType::F32), 48);
   EXPECT_EQ(block(128, DType::BF16, "  attention_query_block = 32\n"), 32);
 }
 
-/// A layer whose every call has at most one tile of 16 keys keeps attention's products in f32
-/// by default: bf16 products' fixed cost per head (the values and queries laid out in pairs, the
-/// accumulators transposed back) outweighs what they save on so few keys. More keys, dynamic
-/// keys and a file that asks for `dot` take bf16 products.
-TEST(Resolution, KeepsF32ProductsForOneTileOfKeys) {
+/// A layer whose every call has at most one tile of 16 keys, or at most 16 query rows per
+/// key/value head, keeps attention's products in f32 by default: bf16 products' fixed cost per
+/// head (the values and queries laid out in pairs, the accumulators transposed back) outweighs
+/// what they save on so few products. More keys and rows, dynamic sizes and a file that asks
+/// for `dot` take bf16 products.
+TEST(Resolution, KeepsF32ProductsForOneTileOfKeysOrRows) {
   CpuTarget target = makeTarget(512);
   target.avx512bf16 = target.bf16DotOutrunsFma = true;
-  auto compute = [&](int64_t seq, int64_t kvSeq, const std::string &knobs = "") {
-    LayerSpec layer = makeLayer(768, 12, 64, 12, seq);
+  auto compute = [&](int64_t seq, int64_t kvSeq, int64_t kvHeads = 12,
+                     const std::string &knobs = "") {
+    LayerSpec layer = makeLayer(768, 12, 64, kvHeads, seq);
     layer.dtype = DType::BF16;
     layer.kvSeq = kvSeq;
     return resolveWithKnobs(target, layer, knobs).attention.compute;
@@ -226,9 +229,15 @@ TEST(Resolution, KeepsF32ProductsForOneTileOfKeys) {
   EXPECT_EQ(compute(16, 16), AttentionCompute::F32);
   EXPECT_EQ(compute(40, 16), AttentionCompute::F32);
   EXPECT_EQ(compute(17, 17), AttentionCompute::Dot);
-  EXPECT_EQ(compute(1, 512), AttentionCompute::Dot);
+  EXPECT_EQ(compute(1, 512), AttentionCompute::F32);
+  EXPECT_EQ(compute(16, 1500), AttentionCompute::F32);
+  EXPECT_EQ(compute(17, 1500), AttentionCompute::Dot);
+  EXPECT_EQ(compute(4, 1500, /*kvHeads=*/3), AttentionCompute::F32); // 4 rows of 4 heads
+  EXPECT_EQ(compute(5, 1500, /*kvHeads=*/3), AttentionCompute::Dot);
+  EXPECT_EQ(compute(1, kDynamicSize), AttentionCompute::F32);
+  EXPECT_EQ(compute(kDynamicSize, 512), AttentionCompute::Dot);
   EXPECT_EQ(compute(kDynamicSize, kDynamicSize), AttentionCompute::Dot);
-  EXPECT_EQ(compute(1, 1, "  attention_compute = dot\n"), AttentionCompute::Dot);
+  EXPECT_EQ(compute(1, 512, 12, "  attention_compute = dot\n"), AttentionCompute::Dot);
 }
 
 /// Attention's vdpbf16ps products take any even head (Stable Diffusion's 40); an odd one keeps
