@@ -258,16 +258,16 @@ LayerCall::LayerCall(const mhac_layer &layer, const LayerData &data)
   }
   if (layer.kv_lens)
     pointers_.push_back(const_cast<int32_t *>(data.kvLens.data()));
-  outElementBytes_ = bf16 ? sizeof(uint16_t) : sizeof(float);
-  outBytes_.assign(kGuardBytes + data.outputSize() * outElementBytes_ + kGuardBytes, kGuardByte);
-  std::fill_n(outBytes_.begin() + kGuardBytes, data.outputSize() * outElementBytes_, 0);
+  elementBytes_ = bf16 ? sizeof(uint16_t) : sizeof(float);
+  outBytes_.assign(kGuardBytes + data.outputSize() * elementBytes_ + kGuardBytes, kGuardByte);
+  std::fill_n(outBytes_.begin() + kGuardBytes, data.outputSize() * elementBytes_, 0);
   pointers_.push_back(outBytes_.data() + kGuardBytes);
   // Each tensor's bytes follow from its host vector (the last pointer is the output).
   for (const std::vector<float> *tensor : tensors)
-    bytes_.push_back(tensor->size() * outElementBytes_);
+    bytes_.push_back(tensor->size() * elementBytes_);
   if (layer.kv_lens)
     bytes_.push_back(data.kvLens.size() * sizeof(int32_t));
-  bytes_.push_back(data.outputSize() * outElementBytes_);
+  bytes_.push_back(data.outputSize() * elementBytes_);
   // A CUDA layer gets device copies of everything.
   if (layer.device)
     deviceStatus_ = upload();
@@ -331,7 +331,7 @@ int32_t LayerCall::queuePrepared() {
 int32_t LayerCall::runPrepared() { return finish(queuePrepared()); }
 
 std::vector<float> LayerCall::output() const {
-  size_t count = (outBytes_.size() - 2 * kGuardBytes) / outElementBytes_;
+  size_t count = (outBytes_.size() - 2 * kGuardBytes) / elementBytes_;
   std::vector<float> out(count);
   std::vector<uint16_t> outBF16(count);
   void *host = layer_.dtype == MHAC_DTYPE_BF16 ? static_cast<void *>(outBF16.data())
@@ -343,7 +343,7 @@ std::vector<float> LayerCall::output() const {
       return out;
     }
   } else {
-    std::memcpy(host, outBytes_.data() + kGuardBytes, count * outElementBytes_);
+    std::memcpy(host, outBytes_.data() + kGuardBytes, count * elementBytes_);
   }
   if (layer_.dtype != MHAC_DTYPE_BF16)
     return out;

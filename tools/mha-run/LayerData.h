@@ -79,7 +79,8 @@ private:
   std::vector<std::vector<uint16_t>> bf16_; ///< bf16 copies of the inputs of a bf16 layer
   /// The output's bytes between two guards of kGuardBytes, filled with kGuardByte.
   std::vector<unsigned char> outBytes_;
-  size_t outElementBytes_ = 0;
+  /// Bytes of an element of x, memory, the weights, biases and output: 4 (f32) or 2 (bf16).
+  size_t elementBytes_ = 0;
   std::vector<void *> pointers_;
   void *prepared_ = nullptr;
   mhac_sizes sizes_;
