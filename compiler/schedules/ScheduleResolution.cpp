@@ -350,10 +350,9 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
   // call's keys fit one tile of 16, or its query rows per key/value head do (a decoding step's
   // one query against a long memory: each value laid out for one row), attention multiplies
   // in f32.
-  if (id == KnobId::AttentionCompute && layer.kvSeq != kDynamicSize && layer.kvSeq <= kKeyTile)
-    return static_cast<int64_t>(AttentionCompute::F32);
-  if (id == KnobId::AttentionCompute && layer.seq != kDynamicSize &&
-      layer.seq * (layer.heads / layer.kvHeads) <= kKeyTile)
+  bool fewKeys = layer.kvSeq != kDynamicSize && layer.kvSeq <= kKeyTile;
+  bool fewRows = layer.seq != kDynamicSize && layer.seq * (layer.heads / layer.kvHeads) <= kKeyTile;
+  if (id == KnobId::AttentionCompute && (fewKeys || fewRows))
     return static_cast<int64_t>(AttentionCompute::F32);
   // Where vdpbf16ps does not outrun the FMAs (Intel's cores), attention's bf16 products are
   // AMX's or none: a head AMX's tiles do not take (40 features) keeps f32 products there.

@@ -363,12 +363,16 @@ uint64_t LayerCall::inputsDigest() const {
   return digest;
 }
 
-bool LayerCall::outputGuardsIntact() const {
+const char *LayerCall::misbehaviour(std::optional<uint64_t> inputsBefore) const {
   auto intact = [](auto first, auto last) {
     return std::all_of(first, last, [](unsigned char byte) { return byte == kGuardByte; });
   };
-  return intact(outBytes_.begin(), outBytes_.begin() + kGuardBytes) &&
-         intact(outBytes_.end() - kGuardBytes, outBytes_.end());
+  if (!intact(outBytes_.begin(), outBytes_.begin() + kGuardBytes) ||
+      !intact(outBytes_.end() - kGuardBytes, outBytes_.end()))
+    return "wrote past the ends of its output";
+  if (inputsBefore && inputsDigest() != *inputsBefore)
+    return "changed its inputs";
+  return nullptr;
 }
 
 std::vector<double> referenceOutput(const LayerData &data) {

@@ -13,6 +13,7 @@
 #include "mhac/runtime.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,12 +58,13 @@ public:
   int32_t queuePrepared();
   /// The output of the last call.
   std::vector<float> output() const;
-  /// Whether the bytes around the output are as the call found them: a layer that stores past
-  /// either end of its output (a vector tail wider than the row, say) fails here, even where
-  /// the stray bytes land in memory nothing else reads.
-  bool outputGuardsIntact() const;
   /// A digest of the host bytes of every tensor the layer reads: a call must leave it as it was.
   uint64_t inputsDigest() const;
+  /// What the last call did that a layer must not, as words that follow "layer NAME": stored
+  /// past either end of its output (a vector tail wider than the row, say, caught by the guards
+  /// around it even where the stray bytes land in memory nothing reads), or, given the inputs'
+  /// digest from before, changed its inputs. Null if neither.
+  const char *misbehaviour(std::optional<uint64_t> inputsBefore) const;
   mhac_sizes sizes() const { return sizes_; }
 
 private:
