@@ -55,7 +55,10 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
     not takes panels halved while they do not divide it and stay whole vectors of
     `vector-lanes` (80 features in panels of 16 where `panel-width` is 64); a width no such
     panel divides, whole panels and then the rest in power-of-two column blocks of at least 8,
-    each a panel product of its own (one prepared weight holds them all). Every projection
+    each a panel product of its own (one prepared weight holds them all), where it is a
+    multiple of 8 and the products are f32. Any other width is padded to whole panels
+    (paddedProjectionWidth in ProjectionPanels.h): the weight and the bias are extended with
+    zeros (prepared), and the product is computed into rows as much longer, seen as [M, N]. Every projection
     op carries `mhac.projection`; every rearranged weight `mhac.prepared_weight`.
 
     With `row-tile` = R and `cache-rows` = C, a panel projection over a static number of rows
@@ -65,7 +68,7 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
     M % R edge rows as a static register tile inside it.
 
     With `bf16-pairs`, projections of a layer widened to f32 (mhac-widen-bf16-layer) of an
-    even input width, whose panels and column blocks are whole vectors of 16, multiply in
+    even input width (whose panels are whole vectors of 16, padded where need be) multiply in
     bf16 instead: their inputs are taken before the widening (an attention output that they
     alone read is retyped to be stored rounded to bf16), their weights are prepared as pairs of
     input features `[out / P][in / 2][P][2]`, and the panel product runs over (row, panel,

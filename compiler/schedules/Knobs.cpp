@@ -705,12 +705,13 @@ std::vector<Constraint> cudaConstraints() {
 bool pairsFitProjections(const LayerSpec &layer, const Schedule &s) {
   int64_t panel = s.projection.registerCols, inner = layer.heads * layer.headDim,
           kv = layer.kvHeads * layer.headDim;
-  // vdpbf16ps's panels narrow to a width they divide, down to one vector; AMX's register
-  // tiles are whole panels.
-  int64_t lanes = s.bf16Compute == Bf16Compute::Amx ? 0 : kBf16PairLanes;
-  auto fits = [&](int64_t width) { return width % projectionPanelWidth(width, panel, lanes) == 0; };
-  return panel > 0 && layer.modelDim % 2 == 0 && layer.kvDim % 2 == 0 && inner % 2 == 0 &&
-         fits(inner) && fits(kv) && fits(layer.modelDim);
+  bool evenInputs = layer.modelDim % 2 == 0 && layer.kvDim % 2 == 0 && inner % 2 == 0;
+  // vdpbf16ps's panels narrow to a width they divide, or pad it; AMX's register tiles are
+  // whole panels.
+  auto fits = [&](int64_t width) {
+    return s.bf16Compute != Bf16Compute::Amx || width % panel == 0;
+  };
+  return panel > 0 && evenInputs && fits(inner) && fits(kv) && fits(layer.modelDim);
 }
 
 bool amxTilesFit(const LayerSpec &layer, const Schedule &s) {
@@ -788,13 +789,10 @@ std::vector<Constraint> cpuConstraints() {
                               "projection_register_cols ({}): layer '{}' needs even input "
                               "widths and output widths that are whole panels",
                               s.projection.registerCols, c.layer->name);
-         return fmt::format("bf16_compute = dot pairs the input features of every projection "
-                            "and packs the weights in panels of projection_register_cols ({}), "
-                            "halved down to {} where they do not divide a width: layer '{}' "
-                            "needs even input widths and output widths that are multiples of "
-                            "{}",
-                            s.projection.registerCols, kBf16PairLanes, c.layer->name,
-                            kBf16PairLanes);
+         return fmt::format("bf16_compute = dot pairs the input features of every projection: "
+                            "layer '{}' needs even input widths (model_dim, kv_dim and heads x "
+                            "head_dim)",
+                            c.layer->name);
        }},
       {{KnobId::AttentionCompute},
        false,

@@ -131,8 +131,9 @@ struct Constraint {
 bool cudaProjectionOnTensorCores(const LayerSpec &layer, int64_t inFeatures);
 
 /// Whether every projection of `layer` can run on bf16 pairs (`bf16_compute` dot or amx) in
-/// panels of `schedule`'s register columns: even input widths; output widths of whole panels
-/// (amx), or of whole panels narrowed down to one vector (dot, projectionPanelWidth).
+/// panels of `schedule`'s register columns: even input widths, and for amx output widths of
+/// whole panels (dot's panels narrow to a width's vectors, or pad it to whole ones:
+/// paddedProjectionWidth).
 bool pairsFitProjections(const LayerSpec &layer, const Schedule &schedule);
 
 /// Whether the projections' register tiles are whole AMX tiles that fit its registers, and

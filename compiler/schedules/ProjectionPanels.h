@@ -14,13 +14,36 @@
 
 namespace mhac {
 
-/// The panel width of a projection of `out` output features: `registerCols`, halved while it
-/// does not divide `out` and the half is still whole vectors of `lanes`. Keys and values of
-/// one head of 80 features take panels of 16 while the layer's other projections keep 64:
-/// one parallel loop of 5 panels, where whole panels of 64 and then a block of 16 would be two
-/// loops of one task each (bench/RESULTS.md). A width no vector divides keeps
-/// `registerCols` (convert-mha-to-linalg then takes the rest after its whole panels in
-/// narrower blocks); so does a `lanes` of 0.
+/// The narrowest column block of f32 products: whole panels leave the rest of a projection's
+/// width in power-of-two blocks of at least this many features (convert-mha-to-linalg).
+constexpr int64_t kMinColumnBlock = 8;
+
+/// The number of output features a projection of `out` computes: `out` where a vector of
+/// `lanes` divides it, or (f32 products, not `pairs`) where whole panels and column blocks of
+/// kMinColumnBlock or more do; else `out` rounded up to whole panels, of the widest panel
+/// (`registerCols`, halved down to one vector) that adds at most an eighth of `out` in
+/// zero-weight columns, or else of one vector. A width no vector divides (12 heads of 75: 900)
+/// so keeps full register tiles (960, 15 panels of 64) in one parallel loop, where exact
+/// columns would need tails of 4, 2 or 1 features, each a loop of its own, or an unpacked
+/// product, and bf16 pairs, 16 to a vector, take any width; the padding columns are computed
+/// into padded rows and never read. With a `lanes` of 0, the vector is a whole panel.
+inline int64_t paddedProjectionWidth(int64_t out, int64_t registerCols, int64_t lanes, bool pairs) {
+  int64_t vector = lanes > 0 ? lanes : registerCols;
+  if (vector <= 0 || out % vector == 0 || (!pairs && out % kMinColumnBlock == 0))
+    return out;
+  auto roundedUp = [&](int64_t width) { return (out + width - 1) / width * width; };
+  for (int64_t panel = registerCols; panel > vector && panel % vector == 0; panel /= 2)
+    if (roundedUp(panel) - out <= out / 8)
+      return roundedUp(panel);
+  return roundedUp(vector);
+}
+
+/// The panel width of a projection of `out` output features (its padded width,
+/// paddedProjectionWidth): `registerCols`, halved while it does not divide `out` and the half
+/// is still whole vectors of `lanes`. Keys and values of one head of 80 features take panels
+/// of 16 while the layer's other projections keep 64: one parallel loop of 5 panels, where
+/// whole panels of 64 and then a block of 16 would be two loops of one task each
+/// (bench/RESULTS.md). A `lanes` of 0 keeps `registerCols`.
 inline int64_t projectionPanelWidth(int64_t out, int64_t registerCols, int64_t lanes) {
   if (lanes <= 0)
     return registerCols;

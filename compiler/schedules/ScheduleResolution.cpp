@@ -139,7 +139,9 @@ int64_t balancedCacheRows(const LayerSpec &layer, const CpuTarget &target,
   int64_t rows = oneTileRows(layer, target);
   if (rows == 0 || p.registerCols <= 0 || p.registerRows <= 0)
     return 0;
-  int64_t narrowest = narrowestProjection(layer);
+  int64_t narrowest = paddedProjectionWidth(
+      narrowestProjection(layer), p.registerCols, target.lanes(),
+      schedule.bf16Compute == Bf16Compute::Dot || schedule.bf16Compute == Bf16Compute::Amx);
   int64_t panels = std::max<int64_t>(
       1, narrowest / projectionPanelWidth(narrowest, p.registerCols, target.lanes()));
   if (panels >= kMinTasks)

@@ -169,12 +169,14 @@ Value packPanels(PatternRewriter &rewriter, Location loc, Value weight, int64_t 
       .getResult()[0];
 }
 
-/// `value` in bf16 for a projection of pairs: the bf16 tensor a widened layer widened it from
-/// (mhac-widen-bf16-layer's linalg.generic of one arith.extf); an attention read by this
-/// projection alone, retyped to store its result rounded (no f32 copy of it is written, read
-/// and rounded again); or else `value` rounded to bf16.
+/// `value` in bf16 for a projection of pairs: itself if it is; the bf16 tensor a widened layer
+/// widened it from (mhac-widen-bf16-layer's linalg.generic of one arith.extf); an attention
+/// read by this projection alone, retyped to store its result rounded (no f32 copy of it is
+/// written, read and rounded again); or else `value` rounded to bf16.
 Value inBf16(PatternRewriter &rewriter, Location loc, Value value) {
   Type bf16 = rewriter.getBF16Type();
+  if (getElementTypeOrSelf(value.getType()) == bf16)
+    return value;
   if (auto attention = value.getDefiningOp<mha::AttentionOp>(); attention && value.hasOneUse()) {
     rewriter.modifyOpInPlace(
         attention, [&] { value.setType(cast<RankedTensorType>(value.getType()).clone(bf16)); });
@@ -282,20 +284,44 @@ Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, Value p
                                          ArrayRef<ReassociationIndices>{{0}, {1, 2}});
 }
 
-/// The widths of the column blocks a projection of `out` features is computed in: whole
-/// panels of `panel` first, then the rest in power-of-two blocks of at least 8 features, each a
-/// panel projection of its own (a panel of 48 or 80 would be a register row of 3 or 5 vectors,
-/// which LLVM widens to 4 or 8 and spills). Empty when the rest is no multiple of 8: those
-/// projections are unpacked matmuls.
-SmallVector<int64_t> columnBlocks(int64_t out, int64_t panel) {
+/// `value` [N, ...] extended with zeros to `size` (>= N) along its first dimension. One
+/// tensor.pad, its zero inside: a zero fill that CSE shared between the biases of a preparation
+/// would be taken by eliminate-empty-tensors for one of the prepared results, and the others
+/// would be built in it.
+Value zeroExtended(OpBuilder &b, Location loc, Value value, int64_t size) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getDimSize(0) == size)
+    return value;
+  SmallVector<int64_t> shape(type.getShape());
+  shape[0] = size;
+  SmallVector<OpFoldResult> low(type.getRank(), b.getIndexAttr(0)), high = low;
+  high[0] = b.getIndexAttr(size - type.getDimSize(0));
+  auto pad = tensor::PadOp::create(b, loc, RankedTensorType::get(shape, type.getElementType()),
+                                   value, low, high);
+  SmallVector<Type> indices(type.getRank(), b.getIndexType());
+  SmallVector<Location> locations(type.getRank(), loc);
+  OpBuilder::InsertionGuard guard(b);
+  b.createBlock(&pad.getRegion(), pad.getRegion().end(), indices, locations);
+  tensor::YieldOp::create(b, loc,
+                          arith::ConstantOp::create(b, loc, b.getZeroAttr(type.getElementType())));
+  return pad;
+}
+
+/// The widths of the column blocks a projection computing `computed` features (its width, or
+/// its padded width) is computed in: whole panels of `panel` first, then the rest in
+/// power-of-two blocks of at least kMinColumnBlock features, each a panel projection of its
+/// own (a panel of 48 or 80 would be a register row of 3 or 5 vectors, which LLVM widens to 4
+/// or 8 and spills). Empty when the rest is no multiple of kMinColumnBlock: those projections
+/// are unpacked matmuls.
+SmallVector<int64_t> columnBlocks(int64_t computed, int64_t panel) {
   SmallVector<int64_t> blocks;
-  int64_t rest = panel > 0 ? out % panel : 0;
-  if (panel <= 0 || out % 8 != 0 || rest % 8 != 0)
+  int64_t rest = panel > 0 ? computed % panel : 0;
+  if (panel <= 0 || computed % kMinColumnBlock != 0 || rest % kMinColumnBlock != 0)
     return blocks;
-  if (out >= panel)
-    blocks.push_back(out / panel * panel);
-  // The rest's binary digits, largest first: powers of two, of at least 8 as rest is a
-  // multiple of 8 (halving a panel of 48 would give 24 and 12 instead).
+  if (computed >= panel)
+    blocks.push_back(computed / panel * panel);
+  // The rest's binary digits, largest first: powers of two, of at least kMinColumnBlock as
+  // rest is a multiple of it (halving a panel of 48 would give 24 and 12 instead).
   for (int64_t width = llvm::bit_floor(static_cast<uint64_t>(rest)); rest > 0; width /= 2)
     if (rest >= width) {
       blocks.push_back(width);
@@ -317,18 +343,27 @@ Value sliceAlong(OpBuilder &b, Location loc, Value value, int64_t dim, int64_t f
 }
 
 /// The panel products of a projection in column blocks (columnBlocks), each written into its
-/// columns of `destination` [M, N]. The blocks' panels are prepared as one weight: each
-/// block's packed panels, flattened, one after the other. With `pairs` (whole panels only),
-/// the product of bf16 pairs, `input` already in bf16. With `rounded` and a single block, the
-/// result is rounded into it (panelProduct); else the result is f32.
+/// columns of `destination` [M, C]. One block may be wider than the projection (C, its padded
+/// width): the weight's rows and the bias past its width are zeros, prepared with the weight.
+/// Several blocks' panels are prepared as one weight: each block's packed panels, flattened,
+/// one after the other. With `pairs` (one block), the product of bf16 pairs, `input` already
+/// in bf16. With `rounded` and one block, the result is rounded into it (panelProduct); else
+/// the result is f32.
 Value blockedPanelProduct(PatternRewriter &rewriter, Location loc, Value input, mha::LinearOp op,
                           Value destination, ArrayRef<int64_t> blocks, int64_t panel,
                           int64_t rowTile, int64_t cacheRows, bool pairs, Value rounded) {
   Value weight = op.getWeight(), bias = op.getBias();
-  if (pairs || blocks.size() == 1) {
-    Value packed = pairs ? packPanels(rewriter, loc, inBf16(rewriter, loc, weight), panel, true)
-                         : packPanels(rewriter, loc, weight, std::min(blocks.front(), panel));
+  if (blocks.size() == 1) {
+    int64_t computed = blocks.front();
+    Value packed = packPanels(
+        rewriter, loc,
+        zeroExtended(rewriter, loc, pairs ? inBf16(rewriter, loc, weight) : weight, computed),
+        std::min(computed, panel), pairs);
     markPrepared(packed);
+    if (bias && cast<RankedTensorType>(bias.getType()).getDimSize(0) != computed) {
+      bias = zeroExtended(rewriter, loc, bias, computed);
+      markPrepared(bias);
+    }
     return panelProduct(rewriter, loc, input, packed, bias, destination, rowTile, cacheRows,
                         rounded);
   }
@@ -387,29 +422,33 @@ bool feedsKeysOrValues(mha::LinearOp op) {
   });
 }
 
-/// The [M, N] tensor a projection writes its result to: a fresh allocation, a fresh tensor of
-/// the result's shape collapsed to [M, N], or a view of an allocation whose rows are padded
-/// (`finish` then returns the result as that view, so that bufferization writes it in place in
-/// the padded buffer).
+/// The tensor a projection writes its result to, [M, C] for the C columns it computes (its N
+/// output features, and the padding columns of paddedProjectionWidth): a fresh allocation, a
+/// fresh tensor of the result's shape collapsed to [M, N], or a view of an allocation whose
+/// rows are longer (padding columns, or rows padded off L1-aliasing lengths). `finish` returns
+/// the result's [M, N] as a view of that allocation, so that bufferization writes the
+/// projection in place in it.
 struct RowBuffer {
   RowBuffer(PatternRewriter &rewriter, Location loc, int64_t rows, int64_t columns,
-            Type elementType, ArrayRef<Value> dynamicRows, int64_t padding)
+            int64_t computedColumns, Type elementType, ArrayRef<Value> dynamicRows, int64_t padding)
       : rewriter(rewriter), loc(loc) {
     // Allocations rather than tensor.empty, which CSE would share between projections of the
     // same shape (the queries, keys and values): bufferization would then copy the first
     // one's result into the buffers of the others before they overwrite it.
-    if (padding == 0) {
-      view = bufferization::AllocTensorOp::create(
-          rewriter, loc, RankedTensorType::get({rows, columns}, elementType), dynamicRows);
+    int64_t width = computedColumns + padding;
+    Value whole = bufferization::AllocTensorOp::create(
+        rewriter, loc, RankedTensorType::get({rows, width}, elementType), dynamicRows);
+    if (width == columns) {
+      destination = whole;
       return;
     }
-    padded = bufferization::AllocTensorOp::create(
-        rewriter, loc, RankedTensorType::get({rows, columns + padding}, elementType),
-        dynamicRows);
-    sizes = {tensor::getMixedSize(rewriter, loc, padded, 0), rewriter.getIndexAttr(columns)};
+    padded = whole;
+    OpFoldResult rowCount = tensor::getMixedSize(rewriter, loc, padded, 0);
+    sizes = {rowCount, rewriter.getIndexAttr(columns)};
+    computedSizes = {rowCount, rewriter.getIndexAttr(computedColumns)};
     zeros.assign(2, rewriter.getIndexAttr(0));
     ones.assign(2, rewriter.getIndexAttr(1));
-    view = slice(padded);
+    destination = computedColumns == width ? padded : slice(padded, computedSizes);
   }
 
   /// A fresh tensor of `shape`, the result of a projection of `input` (whose leading sizes it
@@ -421,28 +460,34 @@ struct RowBuffer {
     for (int64_t i = 0; i + 1 < shape.getRank(); ++i)
       if (shape.isDynamicDim(i))
         dynamicSizes.push_back(tensor::DimOp::create(rewriter, loc, input, i));
-    view = tensor::CollapseShapeOp::create(
-        rewriter, loc, tensor::EmptyOp::create(rewriter, loc, shape, dynamicSizes),
-        reassociation);
+    destination = tensor::CollapseShapeOp::create(
+        rewriter, loc, tensor::EmptyOp::create(rewriter, loc, shape, dynamicSizes), reassociation);
   }
 
+  /// The result's [M, N], from `written` (`destination` as the projection wrote it).
   Value finish(Value written) {
     if (!padded)
       return written;
-    return slice(tensor::InsertSliceOp::create(rewriter, loc, written, padded, zeros, sizes, ones));
+    Value whole = written.getType() == padded.getType()
+                      ? written
+                      : tensor::InsertSliceOp::create(rewriter, loc, written, padded, zeros,
+                                                      computedSizes, ones)
+                            .getResult();
+    return slice(whole, sizes);
   }
 
-  Value view;
+  /// [M, C], where the projection writes.
+  Value destination;
 
 private:
-  Value slice(Value whole) {
-    return tensor::ExtractSliceOp::create(rewriter, loc, whole, zeros, sizes, ones);
+  Value slice(Value whole, ArrayRef<OpFoldResult> sliceSizes) {
+    return tensor::ExtractSliceOp::create(rewriter, loc, whole, zeros, sliceSizes, ones);
   }
 
   PatternRewriter &rewriter;
   Location loc;
   Value padded;
-  SmallVector<OpFoldResult> zeros, sizes, ones;
+  SmallVector<OpFoldResult> zeros, sizes, computedSizes, ones;
 };
 
 struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
@@ -460,10 +505,14 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
     int64_t rank = inputType.getRank();
     int64_t outFeatures = resultType.getDimSize(rank - 1);
 
-    // Projections of bf16 pairs: whole panels of an even number of input features (the
-    // schedule's rule), and bf16 inputs.
-    int64_t panelWidth = projectionPanelWidth(outFeatures, this->panelWidth, vectorLanes);
-    SmallVector<int64_t> blocks = columnBlocks(outFeatures, panelWidth);
+    // Panel projections compute whole panels and column blocks, past the output width where
+    // they would not fit it (paddedProjectionWidth); projections of bf16 pairs, one block of
+    // whole panels of an even number of input features (the schedule's rule), and bf16 inputs.
+    int64_t computed = paddedProjectionWidth(outFeatures, this->panelWidth, vectorLanes, bf16Pairs);
+    int64_t panelWidth = projectionPanelWidth(computed, this->panelWidth, vectorLanes);
+    SmallVector<int64_t> blocks = columnBlocks(computed, panelWidth);
+    if (blocks.empty())
+      computed = outFeatures;
     bool pairs = bf16Pairs && blocks.size() == 1 && blocks.front() % panelWidth == 0 &&
                  inputType.getDimSize(rank - 1) % 2 == 0;
 
@@ -496,30 +545,31 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
     bool padRows = resultType.getNumDynamicDims() <= 1 && feedsKeysOrValues(op);
     // A result the layer returns is computed in a fresh tensor of its own shape, which
     // mhac-layer-results-to-out-arguments then makes the caller's out buffer. An [M, N] tensor
-    // (not the out argument's type) would get a buffer of its own, copied into `out` at the
-    // end on one thread.
-    bool returned = rank != 2 && resultType.getNumDynamicDims() <= 1 &&
+    // (not the out argument's type, as where padding columns are computed) gets a buffer of
+    // its own, copied into `out` at the end on one thread.
+    bool returned = rank != 2 && resultType.getNumDynamicDims() <= 1 && computed == outFeatures &&
                     llvm::all_of(op->getUsers(), llvm::IsaPred<func::ReturnOp>);
     RowBuffer resultBuffer =
         returned ? RowBuffer(rewriter, loc, resultType, op.getInput(), reassociation)
-                 : RowBuffer(rewriter, loc, rows, outFeatures, elementType, dynamicRows,
-                             padRows ? rowPaddingOf(outFeatures, elementType, rowPadding) : 0);
-    Value accumulator = elementType == f32 ? resultBuffer.view
-                                           : tensor::EmptyOp::create(rewriter, loc,
-                                                                     ArrayRef<int64_t>{rows, outFeatures},
-                                                                     f32, dynamicRows);
+                 : RowBuffer(rewriter, loc, rows, outFeatures, computed, elementType, dynamicRows,
+                             padRows ? rowPaddingOf(computed, elementType, rowPadding) : 0);
+    Value accumulator =
+        elementType == f32
+            ? resultBuffer.destination
+            : tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{rows, computed}, f32,
+                                      dynamicRows);
     Value product;
     if (!blocks.empty())
-      product =
-          blockedPanelProduct(rewriter, loc, input, op, accumulator, blocks, panelWidth, rowTile,
-                              cacheRows, pairs, elementType == f32 ? Value() : resultBuffer.view);
+      product = blockedPanelProduct(rewriter, loc, input, op, accumulator, blocks, panelWidth,
+                                    rowTile, cacheRows, pairs,
+                                    elementType == f32 ? Value() : resultBuffer.destination);
     else
       product = matmulProduct(rewriter, loc, input, op, accumulator, rowPadding);
 
     // bf16 results round the f32 accumulator once (panel products already have).
     Value result = product;
     if (getElementTypeOrSelf(product.getType()) != elementType)
-      result = roundAccumulators(rewriter, loc, product, resultBuffer.view);
+      result = roundAccumulators(rewriter, loc, product, resultBuffer.destination);
     result = resultBuffer.finish(result);
 
     // Restore the leading dimensions: [M, N] -> [..., N].
@@ -533,7 +583,14 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
                                                outputShape);
       } else {
         // MLIR 22's expand-strided-metadata crashes on a memref.expand_shape with two dynamic
-        // dimensions; tensor.reshape bufferizes to memref.reshape, which avoids it.
+        // dimensions; tensor.reshape bufferizes to memref.reshape, which avoids it, but needs
+        // contiguous rows: those of a projection that computed padding columns are copied.
+        if (computed != outFeatures)
+          result = linalg::CopyOp::create(
+                       rewriter, loc, ValueRange{result},
+                       ValueRange{bufferization::AllocTensorOp::create(
+                           rewriter, loc, cast<RankedTensorType>(result.getType()), dynamicRows)})
+                       .getResult(0);
         SmallVector<Value> shape;
         for (OpFoldResult size : outputShape)
           shape.push_back(getValueOrCreateConstantIndexOp(rewriter, loc, size));

@@ -3,6 +3,7 @@
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg{panel-width=16 row-tile=6 cache-rows=12}))" | FileCheck %s --check-prefix=EDGES
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg{panel-width=48}))" | FileCheck %s --check-prefix=PANEL48
 // RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg{panel-width=64 vector-lanes=16}))" | FileCheck %s --check-prefix=NARROW
+// RUN: mhac-opt %s --pass-pipeline="builtin.module(func.func(convert-mha-to-linalg{panel-width=64 vector-lanes=16 bf16-pairs=true}))" | FileCheck %s --check-prefix=PAIRS
 
 // A projection with a bias: the weight and bias are marked as parameters, the accumulator
 // starts at the broadcast bias, the weight is transposed to [in, out] for the matmul (into rows
@@ -73,13 +74,37 @@ func.func @two_dynamic(%x: tensor<?x?x8xf32>, %w: tensor<4x8xf32>) -> tensor<?x?
 // PANELS:         %[[INIT:.*]] = linalg.generic {{.*}} ins(%[[BIAS]] : tensor<32x16xf32>) outs(%{{.*}} : tensor<?x32x16xf32>)
 // PANELS:         %[[PRODUCT:.*]] = linalg.generic {indexing_maps = [#[[X_MAP]], #[[W_MAP]], #[[OUT_MAP]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%{{.*}}, %[[PACKED]] : tensor<?x768xf32>, tensor<32x768x16xf32>) outs(%[[INIT]] : tensor<?x32x16xf32>) attrs = {mhac.projection}
 // PANELS:         tensor.collapse_shape %[[PRODUCT]] {{\[\[}}0], [1, 2]] : tensor<?x32x16xf32> into tensor<?x512xf32>
-// A width of 50 is no whole number of panels: W^T and a matmul, as without panels.
+// A width of 50 is no whole number of panels, nor of panels and blocks of 8: it is padded to
+// whole panels (64). The weight and the bias are extended with zeros, both prepared with the
+// weight; the product is computed into rows of 64 and read as their first 50 columns.
 // PANELS-LABEL: func.func @odd_width
-// PANELS:         linalg.transpose ins(%{{.*}} : tensor<50x8xf32>) outs(%{{.*}} : tensor<8x50xf32>) permutation = [1, 0]  {mhac.prepared_weight}
-// PANELS:         linalg.matmul {mhac.projection}
-func.func @odd_width(%x: tensor<4x8xf32>, %w: tensor<50x8xf32>) -> tensor<4x50xf32> {
-  %y = mha.linear %x, %w : (tensor<4x8xf32>, tensor<50x8xf32>) -> tensor<4x50xf32>
+// PANELS:         %[[ROWS:.*]] = bufferization.alloc_tensor() : tensor<4x64xf32>
+// PANELS:         %[[W:.*]] = tensor.pad %{{.*}} low[0, 0] high[14, 0]
+// PANELS:           tensor.yield %{{.*}} : f32
+// PANELS:         } : tensor<50x8xf32> to tensor<64x8xf32>
+// PANELS:         %[[SPLIT:.*]] = tensor.expand_shape %[[W]] {{\[\[}}0, 1], [2]] output_shape [4, 16, 8]
+// PANELS:         %[[PACKED:.*]] = linalg.transpose ins(%[[SPLIT]] : tensor<4x16x8xf32>) outs(%{{.*}} : tensor<4x8x16xf32>) permutation = [0, 2, 1]  {mhac.prepared_weight}
+// PANELS:         %[[BIAS:.*]] = tensor.pad %{{.*}} low[0] high[14]
+// PANELS:         } {mhac.prepared_weight} : tensor<50xf32> to tensor<64xf32>
+// PANELS:         %[[PRODUCT:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[PACKED]] : tensor<4x8xf32>, tensor<4x8x16xf32>) outs(%{{.*}} : tensor<4x4x16xf32>) attrs = {mhac.projection}
+// PANELS:         %[[WHOLE:.*]] = tensor.collapse_shape %[[PRODUCT]] {{\[\[}}0], [1, 2]] : tensor<4x4x16xf32> into tensor<4x64xf32>
+// PANELS:         %[[RESULT:.*]] = tensor.extract_slice %[[WHOLE]][0, 0] [4, 50] [1, 1] : tensor<4x64xf32> to tensor<4x50xf32>
+// PANELS:         return %[[RESULT]]
+func.func @odd_width(%x: tensor<4x8xf32>, %w: tensor<50x8xf32>, %b: tensor<50xf32>) -> tensor<4x50xf32> {
+  %y = mha.linear %x, %w bias %b : (tensor<4x8xf32>, tensor<50x8xf32>, tensor<50xf32>) -> tensor<4x50xf32>
   return %y : tensor<4x50xf32>
+}
+
+// With two dynamic leading sizes, the padded rows are copied into contiguous ones, which
+// tensor.reshape needs.
+// PANELS-LABEL: func.func @two_dynamic_padded
+// PANELS:         %[[VIEW:.*]] = tensor.extract_slice %{{.*}}[0, 0] [%{{.*}}, 50] [1, 1] : tensor<?x64xf32> to tensor<?x50xf32>
+// PANELS:         %[[ROWS:.*]] = bufferization.alloc_tensor(%{{.*}}) : tensor<?x50xf32>
+// PANELS:         %[[COPY:.*]] = linalg.copy ins(%[[VIEW]] : tensor<?x50xf32>) outs(%[[ROWS]] : tensor<?x50xf32>)
+// PANELS:         tensor.reshape %[[COPY]](%{{.*}}) : (tensor<?x50xf32>, tensor<3xindex>) -> tensor<?x?x50xf32>
+func.func @two_dynamic_padded(%x: tensor<?x?x8xf32>, %w: tensor<50x8xf32>) -> tensor<?x?x50xf32> {
+  %y = mha.linear %x, %w : (tensor<?x?x8xf32>, tensor<50x8xf32>) -> tensor<?x?x50xf32>
+  return %y : tensor<?x?x50xf32>
 }
 
 // Keys and values 512 wide (a multiple of 1 KiB per row) feed attention, which reads them again
@@ -159,7 +184,8 @@ func.func @panels_of_48(%x: tensor<4x8xf32>, %w: tensor<512x8xf32>) -> tensor<4x
 
 // With vector-lanes, a width the panels do not divide takes them halved, while they stay whole
 // vectors, until they do: 160 features in 5 panels of 32, 80 in 5 of 16 (one parallel loop
-// each). 40 features, which no vector of 16 divides, keep whole panels and blocks: 32, then 8.
+// each). 40 features, which no vector of 16 divides, keep whole panels and blocks: 32, then 8;
+// as bf16 pairs, 16 to a vector, they are padded to 3 panels of 16 (PAIRS).
 // NARROW-LABEL: func.func @narrowed_panels
 // NARROW:         linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x32xf32>, tensor<5x32x32xf32>) outs(%{{.*}} : tensor<4x5x32xf32>) attrs = {mhac.projection}
 // NARROW:         linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x32xf32>, tensor<5x32x16xf32>) outs(%{{.*}} : tensor<4x5x16xf32>) attrs = {mhac.projection}
@@ -172,3 +198,12 @@ func.func @narrowed_panels(%x: tensor<4x32xf32>, %w160: tensor<160x32xf32>, %w80
   %c = mha.linear %x, %w40 : (tensor<4x32xf32>, tensor<40x32xf32>) -> tensor<4x40xf32>
   return %a, %b, %c : tensor<4x160xf32>, tensor<4x80xf32>, tensor<4x40xf32>
 }
+// PAIRS-LABEL: func.func @narrowed_panels
+// PAIRS:         {{.*}} tensor<4x5x32xf32>) attrs = {mhac.bf16_pairs, mhac.projection}
+// PAIRS:         {{.*}} tensor<4x5x16xf32>) attrs = {mhac.bf16_pairs, mhac.projection}
+// PAIRS:         tensor.pad %{{.*}} low[0, 0] high[8, 0]
+// PAIRS:         } : tensor<40x32xbf16> to tensor<48x32xbf16>
+// PAIRS:         linalg.transpose ins(%{{.*}} : tensor<3x16x16x2xbf16>) outs(%{{.*}} : tensor<3x16x16x2xbf16>) permutation = [0, 2, 1, 3]  {mhac.prepared_weight}
+// PAIRS:         %[[PRODUCT:.*]] = linalg.generic {{.*}} tensor<4x3x16xf32>) attrs = {mhac.bf16_pairs, mhac.projection}
+// PAIRS:         %[[WHOLE:.*]] = tensor.collapse_shape %[[PRODUCT]] {{\[\[}}0], [1, 2]] : tensor<4x3x16xf32> into tensor<4x48xf32>
+// PAIRS:         tensor.extract_slice %[[WHOLE]][0, 0] [4, 40] [1, 1] : tensor<4x48xf32> to tensor<4x40xf32>

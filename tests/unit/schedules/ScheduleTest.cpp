@@ -261,15 +261,16 @@ TEST(Resolution, TakesBf16ProductsForEvenHeads) {
   EXPECT_EQ(compute(5, 64), AttentionCompute::Amx);
 }
 
-/// bf16 layers take pair products wherever their widths are whole vectors of 16 (with even
-/// inputs), the register columns kept: keys and values of 2 x 80 or 80 features take narrower
-/// panels or blocks of their own (ProjectionPanels.h), not the whole layer's panels. Widths of
-/// no whole vectors keep the f32 kernels; AMX's register tiles need whole panels.
+/// bf16 layers take pair products wherever their input widths are even, the register columns
+/// kept: keys and values of 2 x 80 or 80 features take narrower panels of their own, those of
+/// 40 or 75 features padded ones (ProjectionPanels.h), not the whole layer's panels. Odd
+/// input widths keep the f32 kernels; AMX's register tiles need whole panels.
 TEST(Resolution, PairsWidthsOfWholeVectors) {
   CpuTarget target = makeTarget(512);
   target.avx512bf16 = target.bf16DotOutrunsFma = true;
-  auto resolve = [&](int64_t headDim, int64_t kvHeads, const std::string &knobs = "") {
-    LayerSpec layer = makeLayer(640, 8, headDim, kvHeads, 100);
+  auto resolve = [&](int64_t headDim, int64_t kvHeads, const std::string &knobs = "",
+                     int64_t modelDim = 640) {
+    LayerSpec layer = makeLayer(modelDim, 8, headDim, kvHeads, 100);
     layer.dtype = DType::BF16;
     Schedule schedule = resolveWithKnobs(target, layer, knobs);
     return std::pair{schedule.bf16Compute, schedule.projection.registerCols};
@@ -279,14 +280,17 @@ TEST(Resolution, PairsWidthsOfWholeVectors) {
   EXPECT_EQ(resolve(80, 1), (std::pair{Bf16Compute::Dot, int64_t{64}}));
   EXPECT_EQ(resolve(80, 2, "  projection_register_cols = 128\n"),
             (std::pair{Bf16Compute::Dot, int64_t{128}}));
-  EXPECT_EQ(resolve(40, 1), (std::pair{Bf16Compute::F32, int64_t{64}}));
+  EXPECT_EQ(resolve(40, 1), (std::pair{Bf16Compute::Dot, int64_t{64}}));
+  EXPECT_EQ(resolve(75, 3), (std::pair{Bf16Compute::Dot, int64_t{64}}));
+  EXPECT_EQ(resolve(64, 8, "", 689), (std::pair{Bf16Compute::F32, int64_t{64}}));
   target.amxBf16 = true;
   EXPECT_EQ(resolve(80, 2), (std::pair{Bf16Compute::Amx, int64_t{32}}));
   EXPECT_EQ(resolve(80, 1), (std::pair{Bf16Compute::Dot, int64_t{64}}));
 }
 
 /// A projection narrows its panels while they do not divide its width, down to one vector;
-/// a width no vector divides keeps the register columns (and blocks after its whole panels).
+/// a width no vector divides keeps the register columns (and blocks after its whole panels,
+/// or padding: below).
 TEST(ProjectionPanels, HalveDownToOneVectorThatDividesTheWidth) {
   EXPECT_EQ(projectionPanelWidth(640, 64, 16), 64);
   EXPECT_EQ(projectionPanelWidth(160, 64, 16), 32);
@@ -296,6 +300,23 @@ TEST(ProjectionPanels, HalveDownToOneVectorThatDividesTheWidth) {
   EXPECT_EQ(projectionPanelWidth(40, 64, 16), 64);
   EXPECT_EQ(projectionPanelWidth(40, 64, 8), 8);
   EXPECT_EQ(projectionPanelWidth(80, 64, 0), 64);
+}
+
+/// Widths that whole vectors (or, for f32 products, whole panels and blocks of 8) make are
+/// computed as they are; others are padded to the widest panels that add at most an eighth of
+/// their width, or to one vector.
+TEST(ProjectionPanels, PadWidthsThatNoVectorDivides) {
+  EXPECT_EQ(paddedProjectionWidth(640, 64, 16, true), 640);
+  EXPECT_EQ(paddedProjectionWidth(80, 64, 16, true), 80);
+  EXPECT_EQ(paddedProjectionWidth(520, 64, 16, false), 520);
+  EXPECT_EQ(paddedProjectionWidth(520, 64, 16, true), 576);
+  EXPECT_EQ(paddedProjectionWidth(900, 64, 16, false), 960);
+  EXPECT_EQ(paddedProjectionWidth(300, 64, 16, true), 320);
+  EXPECT_EQ(paddedProjectionWidth(689, 64, 16, false), 704);
+  EXPECT_EQ(paddedProjectionWidth(40, 64, 16, true), 48);
+  EXPECT_EQ(paddedProjectionWidth(65, 64, 16, false), 80);
+  EXPECT_EQ(paddedProjectionWidth(36, 16, 8, false), 40);
+  EXPECT_EQ(paddedProjectionWidth(36, 64, 0, false), 64);
 }
 
 /// bf16 products take a static key sequence of at most 128 keys (in steps of 32) as one block
