@@ -18,26 +18,6 @@ namespace mhac {
 /// width in power-of-two blocks of at least this many features (convert-mha-to-linalg).
 constexpr int64_t kMinColumnBlock = 8;
 
-/// The number of output features a projection of `out` computes: `out` where a vector of
-/// `lanes` divides it, or (f32 products, not `pairs`) where whole panels and column blocks of
-/// kMinColumnBlock or more do; else `out` rounded up to whole panels, of the widest panel
-/// (`registerCols`, halved down to one vector) that adds at most an eighth of `out` in
-/// zero-weight columns, or else of one vector. A width no vector divides (12 heads of 75: 900)
-/// so keeps full register tiles (960, 15 panels of 64) in one parallel loop, where exact
-/// columns would need tails of 4, 2 or 1 features, each a loop of its own, or an unpacked
-/// product, and bf16 pairs, 16 to a vector, take any width; the padding columns are computed
-/// into padded rows and never read. With a `lanes` of 0, the vector is a whole panel.
-inline int64_t paddedProjectionWidth(int64_t out, int64_t registerCols, int64_t lanes, bool pairs) {
-  int64_t vector = lanes > 0 ? lanes : registerCols;
-  if (vector <= 0 || out % vector == 0 || (!pairs && out % kMinColumnBlock == 0))
-    return out;
-  auto roundedUp = [&](int64_t width) { return (out + width - 1) / width * width; };
-  for (int64_t panel = registerCols; panel > vector && panel % vector == 0; panel /= 2)
-    if (roundedUp(panel) - out <= out / 8)
-      return roundedUp(panel);
-  return roundedUp(vector);
-}
-
 /// The panel width of a projection of `out` output features (its padded width,
 /// paddedProjectionWidth): `registerCols`, halved while it does not divide `out` and the half
 /// is still whole vectors of `lanes`. Keys and values of one head of 80 features take panels
@@ -51,6 +31,33 @@ inline int64_t projectionPanelWidth(int64_t out, int64_t registerCols, int64_t l
     if (out % panel == 0)
       return panel;
   return registerCols;
+}
+
+/// The number of output features a projection of `out` computes. Where exact columns work (a
+/// vector of `lanes` divides `out`, or, for f32 products, whole panels and column blocks of
+/// kMinColumnBlock or more make it), `out` itself, except that bf16 `pairs` whose panels would
+/// narrow (projectionPanelWidth) take wider ones where padding adds at most an eighth of `out`
+/// in zero-weight columns: 4 heads of 100 (400) in 7 pair panels of 64 (448) ran 1.19x as fast
+/// as in 25 of 16, where f32 products ran 0.91x (bench/RESULTS.md). Where exact columns do not
+/// work, `out` rounded up to whole panels of the widest panel (`registerCols`, halved down to
+/// one vector) that adds at most an eighth, else to one vector: 12 heads of 75 (900) compute
+/// 960 in 15 panels of 64, where exact columns would need tails of 4, 2 or 1 features, each a
+/// loop of its own, or an unpacked product. Keys and values of one head of 80 keep their 5
+/// panels of 16 (128 would be 60% padding). The padding columns are computed into padded rows
+/// and never read. With a `lanes` of 0, the vector is a whole panel.
+inline int64_t paddedProjectionWidth(int64_t out, int64_t registerCols, int64_t lanes, bool pairs) {
+  int64_t vector = lanes > 0 ? lanes : registerCols;
+  if (vector <= 0)
+    return out;
+  bool exact = out % vector == 0 || (!pairs && out % kMinColumnBlock == 0);
+  int64_t narrowest = !exact  ? vector
+                      : pairs ? projectionPanelWidth(out, registerCols, lanes)
+                              : registerCols;
+  auto roundedUp = [&](int64_t width) { return (out + width - 1) / width * width; };
+  for (int64_t panel = registerCols; panel > narrowest && panel % vector == 0; panel /= 2)
+    if (roundedUp(panel) - out <= out / 8)
+      return roundedUp(panel);
+  return exact ? out : roundedUp(vector);
 }
 
 } // namespace mhac

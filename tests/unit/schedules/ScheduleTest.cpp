@@ -303,8 +303,8 @@ TEST(ProjectionPanels, HalveDownToOneVectorThatDividesTheWidth) {
 }
 
 /// Widths that whole vectors (or, for f32 products, whole panels and blocks of 8) make are
-/// computed as they are; others are padded to the widest panels that add at most an eighth of
-/// their width, or to one vector.
+/// computed as they are, but for bf16 pairs that would take narrower panels; others are padded
+/// to the widest panels that add at most an eighth of their width, or to one vector.
 TEST(ProjectionPanels, PadWidthsThatNoVectorDivides) {
   EXPECT_EQ(paddedProjectionWidth(640, 64, 16, true), 640);
   EXPECT_EQ(paddedProjectionWidth(80, 64, 16, true), 80);
@@ -317,6 +317,10 @@ TEST(ProjectionPanels, PadWidthsThatNoVectorDivides) {
   EXPECT_EQ(paddedProjectionWidth(65, 64, 16, false), 80);
   EXPECT_EQ(paddedProjectionWidth(36, 16, 8, false), 40);
   EXPECT_EQ(paddedProjectionWidth(36, 64, 0, false), 64);
+  EXPECT_EQ(paddedProjectionWidth(400, 64, 16, false), 400);
+  EXPECT_EQ(paddedProjectionWidth(400, 64, 16, true), 448);
+  EXPECT_EQ(paddedProjectionWidth(1200, 64, 16, true), 1216);
+  EXPECT_EQ(paddedProjectionWidth(160, 64, 16, true), 160);
 }
 
 /// bf16 products take a static key sequence of at most 128 keys (in steps of 32) as one block
