@@ -67,11 +67,12 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
     The last cache tile is then the only one of its projection, and the schedule sees its
     M % R edge rows as a static register tile inside it.
 
-    With `bf16-pairs`, projections of a layer widened to f32 (mhac-widen-bf16-layer) of an
-    even input width (whose panels are whole vectors of 16, padded where need be) multiply in
-    bf16 instead: their inputs are taken before the widening (an attention output that they
-    alone read is retyped to be stored rounded to bf16), their weights are prepared as pairs of
-    input features `[out / P][in / 2][P][2]`, and the panel product runs over (row, panel,
+    With `bf16-pairs`, projections of a layer widened to f32 (mhac-widen-bf16-layer) in one
+    block of whole panels (whole vectors of 16, padded where need be) multiply in bf16
+    instead: their inputs are taken before the widening (an attention output that they alone
+    read is retyped to be stored rounded to bf16), an odd input width's last feature is paired
+    with a zero (in the weight, and in a copy of the input), their weights are prepared as pairs
+    of input features `[out / P][in / 2][P][2]`, and the panel product runs over (row, panel,
     column, pair, half), with f32 sums (`mhac.bf16_pairs`): the layout of AVX512-BF16's
     vdpbf16ps, which mhac-vectorize-bf16-pairs emits.
 

@@ -702,16 +702,11 @@ std::vector<Constraint> cudaConstraints() {
 
 } // namespace
 
-bool pairsFitProjections(const LayerSpec &layer, const Schedule &s) {
-  int64_t panel = s.projection.registerCols, inner = layer.heads * layer.headDim,
-          kv = layer.kvHeads * layer.headDim;
-  bool evenInputs = layer.modelDim % 2 == 0 && layer.kvDim % 2 == 0 && inner % 2 == 0;
-  // vdpbf16ps's panels narrow to a width they divide, or pad it; AMX's register tiles are
-  // whole panels.
-  auto fits = [&](int64_t width) {
-    return s.bf16Compute != Bf16Compute::Amx || width % panel == 0;
-  };
-  return panel > 0 && evenInputs && fits(inner) && fits(kv) && fits(layer.modelDim);
+bool amxPanelsFit(const LayerSpec &layer, const Schedule &s) {
+  int64_t panel = s.projection.registerCols;
+  auto fits = [&](int64_t width) { return panel > 0 && width % panel == 0; };
+  return fits(layer.heads * layer.headDim) && fits(layer.kvHeads * layer.headDim) &&
+         fits(layer.modelDim);
 }
 
 bool amxTilesFit(const LayerSpec &layer, const Schedule &s) {
@@ -779,20 +774,13 @@ std::vector<Constraint> cpuConstraints() {
       {{KnobId::Bf16Compute, KnobId::ProjectionRegisterCols},
        true,
        [](const Schedule &s, const KnobContext &c) {
-         return (s.bf16Compute != Bf16Compute::Dot && s.bf16Compute != Bf16Compute::Amx) ||
-                pairsFitProjections(*c.layer, s);
+         return s.bf16Compute != Bf16Compute::Amx || amxPanelsFit(*c.layer, s);
        },
        [](const Schedule &s, const KnobContext &c) {
-         if (s.bf16Compute == Bf16Compute::Amx)
-           return fmt::format("bf16_compute = amx pairs the input features of every "
-                              "projection and packs the weights in panels of "
-                              "projection_register_cols ({}): layer '{}' needs even input "
-                              "widths and output widths that are whole panels",
-                              s.projection.registerCols, c.layer->name);
-         return fmt::format("bf16_compute = dot pairs the input features of every projection: "
-                            "layer '{}' needs even input widths (model_dim, kv_dim and heads x "
-                            "head_dim)",
-                            c.layer->name);
+         return fmt::format("bf16_compute = amx packs the weights in panels of "
+                            "projection_register_cols ({}), whole AMX tiles: layer '{}' needs "
+                            "output widths that are whole panels",
+                            s.projection.registerCols, c.layer->name);
        }},
       {{KnobId::AttentionCompute},
        false,

@@ -130,11 +130,11 @@ struct Constraint {
 /// kernels otherwise): the kernels and the rules that check their knobs read it here.
 bool cudaProjectionOnTensorCores(const LayerSpec &layer, int64_t inFeatures);
 
-/// Whether every projection of `layer` can run on bf16 pairs (`bf16_compute` dot or amx) in
-/// panels of `schedule`'s register columns: even input widths, and for amx output widths of
-/// whole panels (dot's panels narrow to a width's vectors, or pad it to whole ones:
-/// paddedProjectionWidth).
-bool pairsFitProjections(const LayerSpec &layer, const Schedule &schedule);
+/// Whether every projection of `layer` has output widths of whole panels of `schedule`'s
+/// register columns, as AMX's register tiles need. (vdpbf16ps's pairs take any widths: their
+/// panels narrow to a width's vectors or pad it, paddedProjectionWidth, and an odd input
+/// width's last feature pairs with a zero.)
+bool amxPanelsFit(const LayerSpec &layer, const Schedule &schedule);
 
 /// Whether the projections' register tiles are whole AMX tiles that fit its registers, and
 /// every reduction whole steps of 16 pairs (bf16_compute = amx).

@@ -294,7 +294,7 @@ bool amxPreferred(const LayerSpec &layer, const CpuTarget &target, const Schedul
   amx.bf16Compute = Bf16Compute::Amx;
   amx.projection.registerRows = amx.projection.registerCols = kAmxRegisterTile;
   amx.projection.panelReductionBlock = 0;
-  return amxTilesFit(layer, amx) && pairsFitProjections(layer, amx);
+  return amxTilesFit(layer, amx) && amxPanelsFit(layer, amx);
 }
 
 /// Keys in a tile of bf16 products: layers of no more keys keep f32 products by default.
@@ -310,7 +310,7 @@ constexpr int64_t kKeyTile = kAmxTileRows;
 /// from keyStreamingLongKeys keys on); bf16 layers on AMX targets take AMX's register tiles and
 /// kernels (amxPreferred), their attention bf16 products only where the layer's scale is at most 1
 /// and its calls have more than a tile of keys; bf16 layers elsewhere take pair products where
-/// their widths pair up (pairsFitProjections); a short call's tensor-core blocks fill the GPU
+/// they outrun the FMAs; a short call's tensor-core blocks fill the GPU
 /// (gridFilledMmaBlock).
 int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const CpuTarget &target,
                        const Schedule &schedule) {
@@ -362,16 +362,15 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
       !target.bf16DotOutrunsFma && layer.headDim % kAmxTileRows != 0)
     return static_cast<int64_t>(AttentionCompute::F32);
   // AMX's tiles where the CPU has them and the layer's widths fit; else the pair dot products
-  // where they are the faster arithmetic and the layer's widths pair up (on a Zen 4,
-  // grouped-query layers of 160-feature keys: 2x the f32 kernels' speed); elsewhere the f32
+  // where they are the faster arithmetic (on a Zen 4, grouped-query layers of 160-feature
+  // keys: 2x the f32 kernels' speed; any widths, padded where need be); elsewhere the f32
   // kernels (fitting down the choices would reach bf16 storage, the slow path).
   if (id == KnobId::Bf16Compute && value == static_cast<int64_t>(Bf16Compute::Dot) &&
       amxPreferred(layer, target, schedule))
     return static_cast<int64_t>(Bf16Compute::Amx);
   if (id == KnobId::Bf16Compute)
     return value == static_cast<int64_t>(Bf16Compute::Dot) &&
-                   !(layer.dtype == DType::BF16 && target.bf16DotOutrunsFma &&
-                     pairsFitProjections(layer, schedule))
+                   !(layer.dtype == DType::BF16 && target.bf16DotOutrunsFma)
                ? static_cast<int64_t>(Bf16Compute::F32)
                : value;
   if (id != KnobId::AttentionValueTileVectors)

@@ -284,18 +284,18 @@ Value panelProduct(PatternRewriter &rewriter, Location loc, Value input, Value p
                                          ArrayRef<ReassociationIndices>{{0}, {1, 2}});
 }
 
-/// `value` [N, ...] extended with zeros to `size` (>= N) along its first dimension. One
-/// tensor.pad, its zero inside: a zero fill that CSE shared between the biases of a preparation
-/// would be taken by eliminate-empty-tensors for one of the prepared results, and the others
-/// would be built in it.
-Value zeroExtended(OpBuilder &b, Location loc, Value value, int64_t size) {
+/// `value` extended with zeros to `size` (>= its own) along dimension `dim`. One tensor.pad,
+/// its zero inside: a zero fill that CSE shared between the biases of a preparation would be
+/// taken by eliminate-empty-tensors for one of the prepared results, and the others would be
+/// built in it.
+Value zeroExtended(OpBuilder &b, Location loc, Value value, int64_t dim, int64_t size) {
   auto type = cast<RankedTensorType>(value.getType());
-  if (type.getDimSize(0) == size)
+  if (type.getDimSize(dim) == size)
     return value;
   SmallVector<int64_t> shape(type.getShape());
-  shape[0] = size;
+  shape[dim] = size;
   SmallVector<OpFoldResult> low(type.getRank(), b.getIndexAttr(0)), high = low;
-  high[0] = b.getIndexAttr(size - type.getDimSize(0));
+  high[dim] = b.getIndexAttr(size - type.getDimSize(dim));
   auto pad = tensor::PadOp::create(b, loc, RankedTensorType::get(shape, type.getElementType()),
                                    value, low, high);
   SmallVector<Type> indices(type.getRank(), b.getIndexType());
@@ -306,6 +306,10 @@ Value zeroExtended(OpBuilder &b, Location loc, Value value, int64_t size) {
                           arith::ConstantOp::create(b, loc, b.getZeroAttr(type.getElementType())));
   return pad;
 }
+
+/// The number of input features a projection of `in` reads: with bf16 pairs, whole pairs (an
+/// odd last feature is paired with a zero, in the input and the weight alike).
+int64_t pairedFeatures(int64_t in, bool pairs) { return pairs ? in + in % 2 : in; }
 
 /// The widths of the column blocks a projection computing `computed` features (its width, or
 /// its padded width) is computed in: whole panels of `panel` first, then the rest in
@@ -355,13 +359,15 @@ Value blockedPanelProduct(PatternRewriter &rewriter, Location loc, Value input, 
   Value weight = op.getWeight(), bias = op.getBias();
   if (blocks.size() == 1) {
     int64_t computed = blocks.front();
-    Value packed = packPanels(
-        rewriter, loc,
-        zeroExtended(rewriter, loc, pairs ? inBf16(rewriter, loc, weight) : weight, computed),
-        std::min(computed, panel), pairs);
+    int64_t in = cast<RankedTensorType>(weight.getType()).getDimSize(1);
+    if (pairs)
+      weight =
+          zeroExtended(rewriter, loc, inBf16(rewriter, loc, weight), 1, pairedFeatures(in, pairs));
+    Value packed = packPanels(rewriter, loc, zeroExtended(rewriter, loc, weight, 0, computed),
+                              std::min(computed, panel), pairs);
     markPrepared(packed);
     if (bias && cast<RankedTensorType>(bias.getType()).getDimSize(0) != computed) {
-      bias = zeroExtended(rewriter, loc, bias, computed);
+      bias = zeroExtended(rewriter, loc, bias, 0, computed);
       markPrepared(bias);
     }
     return panelProduct(rewriter, loc, input, packed, bias, destination, rowTile, cacheRows,
@@ -507,14 +513,13 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
 
     // Panel projections compute whole panels and column blocks, past the output width where
     // they would not fit it (paddedProjectionWidth); projections of bf16 pairs, one block of
-    // whole panels of an even number of input features (the schedule's rule), and bf16 inputs.
+    // whole panels, of bf16 inputs in whole pairs (pairedFeatures).
     int64_t computed = paddedProjectionWidth(outFeatures, this->panelWidth, vectorLanes, bf16Pairs);
     int64_t panelWidth = projectionPanelWidth(computed, this->panelWidth, vectorLanes);
     SmallVector<int64_t> blocks = columnBlocks(computed, panelWidth);
     if (blocks.empty())
       computed = outFeatures;
-    bool pairs = bf16Pairs && blocks.size() == 1 && blocks.front() % panelWidth == 0 &&
-                 inputType.getDimSize(rank - 1) % 2 == 0;
+    bool pairs = bf16Pairs && blocks.size() == 1 && blocks.front() % panelWidth == 0;
 
     // Collapse the leading dimensions into one row dimension: [..., K] -> [M, K].
     Value input = pairs ? inBf16(rewriter, loc, op.getInput()) : op.getInput();
@@ -534,6 +539,9 @@ struct LinearOpLowering : OpRewritePattern<mha::LinearOp> {
     SmallVector<Value> dynamicRows;
     if (ShapedType::isDynamic(rows))
       dynamicRows.push_back(tensor::DimOp::create(rewriter, loc, input, 0));
+    // An odd input width's last feature paired with a zero: a copy of the input per call.
+    input = zeroExtended(rewriter, loc, input, 1,
+                         pairedFeatures(inputType.getDimSize(rank - 1), pairs));
 
     markParameter(op.getWeight());
     if (Value bias = op.getBias())

@@ -207,3 +207,17 @@ func.func @narrowed_panels(%x: tensor<4x32xf32>, %w160: tensor<160x32xf32>, %w80
 // PAIRS:         %[[PRODUCT:.*]] = linalg.generic {{.*}} tensor<4x3x16xf32>) attrs = {mhac.bf16_pairs, mhac.projection}
 // PAIRS:         %[[WHOLE:.*]] = tensor.collapse_shape %[[PRODUCT]] {{\[\[}}0], [1, 2]] : tensor<4x3x16xf32> into tensor<4x48xf32>
 // PAIRS:         tensor.extract_slice %[[WHOLE]][0, 0] [4, 40] [1, 1] : tensor<4x48xf32> to tensor<4x40xf32>
+
+// bf16 pairs of an odd input width: the last feature pairs with a zero, in the prepared weight
+// and in a copy of the input.
+// PAIRS-LABEL: func.func @odd_inputs
+// PAIRS:         tensor.pad %{{.*}} low[0, 0] high[0, 1]
+// PAIRS:         } : tensor<4x33xbf16> to tensor<4x34xbf16>
+// PAIRS:         tensor.pad %{{.*}} low[0, 0] high[0, 1]
+// PAIRS:         } : tensor<64x33xbf16> to tensor<64x34xbf16>
+// PAIRS:         linalg.transpose ins(%{{.*}} : tensor<1x64x17x2xbf16>) outs(%{{.*}} : tensor<1x17x64x2xbf16>) permutation = [0, 2, 1, 3]  {mhac.prepared_weight}
+// PAIRS:         linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x17x2xbf16>, tensor<1x17x64x2xbf16>) outs(%{{.*}} : tensor<4x1x64xf32>) attrs = {mhac.bf16_pairs, mhac.projection}
+func.func @odd_inputs(%x: tensor<4x33xf32>, %w: tensor<64x33xf32>) -> tensor<4x64xf32> {
+  %y = mha.linear %x, %w : (tensor<4x33xf32>, tensor<64x33xf32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}

@@ -261,10 +261,10 @@ TEST(Resolution, TakesBf16ProductsForEvenHeads) {
   EXPECT_EQ(compute(5, 64), AttentionCompute::Amx);
 }
 
-/// bf16 layers take pair products wherever their input widths are even, the register columns
-/// kept: keys and values of 2 x 80 or 80 features take narrower panels of their own, those of
-/// 40 or 75 features padded ones (ProjectionPanels.h), not the whole layer's panels. Odd
-/// input widths keep the f32 kernels; AMX's register tiles need whole panels.
+/// bf16 layers take pair products whatever their widths, the register columns kept: keys and
+/// values of 2 x 80 or 80 features take narrower panels of their own, those of 40 or 75
+/// features padded ones (ProjectionPanels.h), not the whole layer's panels, and an odd model
+/// width pairs its last feature with a zero. AMX's register tiles need whole panels.
 TEST(Resolution, PairsWidthsOfWholeVectors) {
   CpuTarget target = makeTarget(512);
   target.avx512bf16 = target.bf16DotOutrunsFma = true;
@@ -282,7 +282,7 @@ TEST(Resolution, PairsWidthsOfWholeVectors) {
             (std::pair{Bf16Compute::Dot, int64_t{128}}));
   EXPECT_EQ(resolve(40, 1), (std::pair{Bf16Compute::Dot, int64_t{64}}));
   EXPECT_EQ(resolve(75, 3), (std::pair{Bf16Compute::Dot, int64_t{64}}));
-  EXPECT_EQ(resolve(64, 8, "", 689), (std::pair{Bf16Compute::F32, int64_t{64}}));
+  EXPECT_EQ(resolve(64, 8, "", 689), (std::pair{Bf16Compute::Dot, int64_t{64}}));
   target.amxBf16 = true;
   EXPECT_EQ(resolve(80, 2), (std::pair{Bf16Compute::Amx, int64_t{32}}));
   EXPECT_EQ(resolve(80, 1), (std::pair{Bf16Compute::Dot, int64_t{64}}));
