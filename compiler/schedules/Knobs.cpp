@@ -8,7 +8,6 @@
 
 #include "compiler/schedules/AttentionBlock.h"
 #include "compiler/schedules/CudaBlocks.h"
-#include "compiler/schedules/ProjectionPanels.h"
 
 #include "llvm/Support/MathExtras.h"
 #include <fmt/format.h>
