@@ -58,8 +58,9 @@ def ConvertMhaToLinalg : Pass<"convert-mha-to-linalg", "mlir::func::FuncOp"> {
     each a panel product of its own (one prepared weight holds them all), where it is a
     multiple of 8 and the products are f32. Any other width is padded to whole panels
     (paddedProjectionWidth in ProjectionPanels.h): the weight and the bias are extended with
-    zeros (prepared), and the product is computed into rows as much longer, seen as [M, N]. Every projection
-    op carries `mhac.projection`; every rearranged weight `mhac.prepared_weight`.
+    zeros (prepared), and the product is computed into rows as much longer, seen as [M, N].
+    Every projection op carries `mhac.projection`; every rearranged weight
+    `mhac.prepared_weight`.
 
     With `row-tile` = R and `cache-rows` = C, a panel projection over a static number of rows
     M > C that is not a multiple of R becomes two: the rows in whole cache tiles, [0, M - L),
