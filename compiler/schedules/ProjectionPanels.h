@@ -36,9 +36,10 @@ inline int64_t projectionPanelWidth(int64_t out, int64_t registerCols, int64_t l
 /// The number of output features a projection of `out` computes. Where exact columns work (a
 /// vector of `lanes` divides `out`, or, for f32 products, whole panels and column blocks of
 /// kMinColumnBlock or more make it), `out` itself, except that bf16 `pairs` whose panels would
-/// narrow (projectionPanelWidth) take wider ones where padding adds at most an eighth of `out`
-/// in zero-weight columns: 4 heads of 100 (400) in 7 pair panels of 64 (448) ran 1.19x as fast
-/// as in 25 of 16, where f32 products ran 0.91x (bench/RESULTS.md). Where exact columns do not
+/// narrow to one vector (projectionPanelWidth) take wider ones where padding adds at most an
+/// eighth of `out` in zero-weight columns: 4 heads of 100 (400) in 7 pair panels of 64 (448)
+/// ran 1.19x as fast as in 25 of 16, where f32 products ran 0.91x, and pair panels of 32
+/// (480, 1568) 0.97-0.98x (bench/RESULTS.md). Where exact columns do not
 /// work, `out` rounded up to whole panels of the widest panel (`registerCols`, halved down to
 /// one vector) that adds at most an eighth, else to one vector: 12 heads of 75 (900) compute
 /// 960 in 15 panels of 64, where exact columns would need tails of 4, 2 or 1 features, each a
@@ -50,9 +51,9 @@ inline int64_t paddedProjectionWidth(int64_t out, int64_t registerCols, int64_t 
   if (vector <= 0)
     return out;
   bool exact = out % vector == 0 || (!pairs && out % kMinColumnBlock == 0);
-  int64_t narrowest = !exact  ? vector
-                      : pairs ? projectionPanelWidth(out, registerCols, lanes)
-                              : registerCols;
+  int64_t narrowest = !exact || (pairs && projectionPanelWidth(out, registerCols, lanes) == vector)
+                          ? vector
+                          : registerCols;
   auto roundedUp = [&](int64_t width) { return (out + width - 1) / width * width; };
   for (int64_t panel = registerCols; panel > narrowest && panel % vector == 0; panel /= 2)
     if (roundedUp(panel) - out <= out / 8)
