@@ -164,7 +164,8 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
     vectors of accumulators, one pair broadcast per row and step), which unlike AMX's tiles
     stop at a key block's valid keys: a short last block skips its score tiles past them and
     ends its p.v reduction at their last pair; and at the head's last pair: `dot` takes any
-    even head (a head of 40: its last tiles of values and accumulators 8 features wide).
+    head (a head of 40: its last tiles of values and accumulators 8 features wide; an odd
+    head's last pair of a key read in place is its last feature and a zero).
   }];
   let options = [
     Option<"queryBlock", "query-block", "int64_t", /*default=*/"48",

@@ -57,9 +57,10 @@ inline std::vector<int64_t> blockGrowths(int64_t kvSeq, int64_t longKeys, int64_
 inline int64_t amxPaddedHead(int64_t headDim) { return (headDim + 31) / 32 * 32; }
 
 /// The features a head of attention's bf16 products comes in: AMX's tiles (`amxTiles`) take
-/// whole 16s of it; vdpbf16ps register tiles stop at its last pair, so any even head (40: 20
-/// pairs, its last tiles of values and accumulators 8 features wide).
-inline int64_t bf16ProductsHeadStep(bool amxTiles) { return amxTiles ? 16 : 2; }
+/// whole 16s of it; vdpbf16ps register tiles stop at its last pair, so any head (40: 20 pairs,
+/// its last tiles of values and accumulators 8 features wide; 75: 38 pairs, the last one
+/// feature and a zero).
+inline int64_t bf16ProductsHeadStep(bool amxTiles) { return amxTiles ? 16 : 1; }
 
 /// Vectors of `lanes` that hold `elements` (the last one partial).
 inline int64_t vectorsFor(int64_t elements, int64_t lanes) {

@@ -832,11 +832,10 @@ std::vector<Constraint> cpuConstraints() {
                               "be multiples of 16, attention_key_block ({}) a multiple of 32",
                               c.layer->name, grown.block.rows, callsOf(grown, s), c.layer->headDim,
                               s.attention.keyBlock);
-         return fmt::format("attention_compute = dot computes 16 queries a vector and pairs "
-                            "of features, 32 keys a step: layer '{}''s query blocks ({} "
-                            "rows{}) must be multiples of 16, its head ({}) even, "
-                            "attention_key_block ({}) a multiple of 32",
-                            c.layer->name, grown.block.rows, callsOf(grown, s), c.layer->headDim,
+         return fmt::format("attention_compute = dot computes 16 queries a vector, 32 keys a "
+                            "step: layer '{}''s query blocks ({} rows{}) must be multiples of "
+                            "16, attention_key_block ({}) a multiple of 32",
+                            c.layer->name, grown.block.rows, callsOf(grown, s),
                             s.attention.keyBlock);
        }},
       multipleRule(KnobId::ProjectionCacheRows, KnobId::ProjectionRegisterRows,

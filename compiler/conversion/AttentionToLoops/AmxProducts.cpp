@@ -250,11 +250,13 @@ void AttentionLowering::buildAmxScores(Value j0, Value cols) {
                                   : window(b_, loc_, keysBf16_, batch_, group_, j0, keyBlock,
                                            b_.getIndexAttr(0), paddedHead);
   // AMX's tiles take whole steps of 32 features; register tiles stop at the head's last pair
-  // (a head of 80: 40 pairs, not 48; `dot` heads are even).
-  int64_t pairs = blocking_.products == AttentionProducts::Dot ? headDim_ / 2 : paddedHead / 2;
+  // (a head of 80: 40 pairs, not 48; of 75: 38, the last of one feature and a zero, so that a
+  // key read in place never reads the next head's first feature).
+  bool dot = blocking_.products == AttentionProducts::Dot;
+  int64_t pairs = dot ? (headDim_ + 1) / 2 : paddedHead / 2;
   accumulateInBands(b_, loc_, TileOperands{keys, queryPairs_, scores_}, keyBlock,
                     blocking_.queryBlock, pairs, TileStart::Zero, blocking_.products,
-                    PairsInUse{cols, Value()});
+                    PairsInUse{cols, Value(), readsKeysInPlace() && headDim_ % 2 == 1});
 }
 
 void AttentionLowering::maskScores(Value j0, Value cols) {

@@ -321,7 +321,7 @@ struct ConvertMhaAttentionToLoopsPass
              blocking.keyBlock % (2 * kAmxTileRows) != 0 || op.getHeadDim() % headStep != 0)) {
           op.emitError("attention's bf16 products need 16 vector lanes, query blocks of whole "
                        "16-row tiles, key blocks of whole steps of 32 keys and heads of whole "
-                       "16-row tiles (even heads with dot)");
+                       "16-row tiles (any head with dot)");
           return signalPassFailure();
         }
       }

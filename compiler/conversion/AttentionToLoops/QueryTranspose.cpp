@@ -42,16 +42,17 @@ void AttentionLowering::buildQueryTranspose(Value rows) {
         for (int64_t r = 0; r < blocking_.queryBlock; r += lanes)
           storeVector(zeroPairs, queryPairs_, {k, index(2 * r)});
       });
+      // Feature d of row r is half d % 2 of pair d / 2 (an odd head's last pair: it and a zero).
+      Value c2 = index(2);
       forEachRow(rows, [&](Value r, Value position, Value column) {
         Value row = add(i0_, position);
-        forLoop(c0, index(headDim_ / 2), c1, [&](Value k) {
-          for (int64_t h = 0; h < 2; ++h) {
-            Value feature = add(add(column, mul(k, index(2))), index(h));
-            Value query = loadScalar(query_, {batch_, row, feature});
-            memref::StoreOp::create(b_, loc_,
-                                    arith::TruncFOp::create(b_, loc_, b_.getBF16Type(), query),
-                                    queryPairs_, ValueRange{k, add(mul(r, index(2)), index(h))});
-          }
+        forLoop(c0, dh, c1, [&](Value d) {
+          Value query = loadScalar(query_, {batch_, row, add(column, d)});
+          Value pair = arith::DivUIOp::create(b_, loc_, d, c2);
+          Value half = arith::RemUIOp::create(b_, loc_, d, c2);
+          memref::StoreOp::create(b_, loc_,
+                                  arith::TruncFOp::create(b_, loc_, b_.getBF16Type(), query),
+                                  queryPairs_, ValueRange{pair, add(mul(r, c2), half)});
         });
       });
       return;

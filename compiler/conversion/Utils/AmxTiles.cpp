@@ -174,35 +174,52 @@ void accumulatePairsInRegisters(OpBuilder &b, Location loc, const TileOperands &
                         b, loc, sumsType, operands.c,
                         ValueRange{index(b, r0 + r), index(b, (v0 + v) * kLanes)})
                         .getResult());
-      auto loop = scf::ForOp::create(
-          b, loc, index(b, 0), inUse.pairs ? inUse.pairs : index(b, pairs), index(b, 1), init,
-          [&](OpBuilder &at, Location, Value pair, ValueRange sums) {
-            Value column = arith::MulIOp::create(at, loc, pair, index(at, 2));
-            SmallVector<Value> bRows;
-            for (int64_t v = 0; v < chunk; ++v)
-              bRows.push_back(
-                  vector::LoadOp::create(at, loc, pairRow, operands.b,
-                                         ValueRange{pair, index(at, 2 * (v0 + v) * kLanes)}));
-            SmallVector<Value> next;
-            for (int64_t r = 0; r < height; ++r) {
-              // A transfer: a may be a view of strides known only after bufferization.
-              Value aPair = vector::TransferReadOp::create(
-                  at, loc, pairType, operands.a, ValueRange{aRows[r], column},
-                  arith::ConstantOp::create(at, loc, at.getZeroAttr(at.getBF16Type())),
-                  ArrayRef<bool>{true});
-              Value bits = vector::ExtractOp::create(
-                  at, loc, vector::BitCastOp::create(at, loc, word, aPair), ArrayRef<int64_t>{0});
-              Value broadcast = vector::BitCastOp::create(
-                  at, loc, pairRow, vector::BroadcastOp::create(at, loc, words, bits));
-              for (int64_t v = 0; v < chunk; ++v)
-                next.push_back(x86vector::DotBF16Op::create(at, loc, sumsType, sums[r * chunk + v],
-                                                            broadcast, bRows[v]));
-            }
-            scf::YieldOp::create(at, loc, next);
-          });
+      // One step of the reduction: `half`, a's pair is its last value and a zero.
+      auto step = [&](OpBuilder &at, Value pair, ValueRange sums, bool half) {
+        Value column = arith::MulIOp::create(at, loc, pair, index(at, 2));
+        SmallVector<Value> bRows;
+        for (int64_t v = 0; v < chunk; ++v)
+          bRows.push_back(vector::LoadOp::create(
+              at, loc, pairRow, operands.b, ValueRange{pair, index(at, 2 * (v0 + v) * kLanes)}));
+        Value zero = arith::ConstantOp::create(at, loc, at.getZeroAttr(at.getBF16Type()));
+        SmallVector<Value> next;
+        for (int64_t r = 0; r < height; ++r) {
+          // A transfer: a may be a view of strides known only after bufferization.
+          Value aPair = half ? vector::FromElementsOp::create(
+                                   at, loc, pairType,
+                                   ValueRange{memref::LoadOp::create(at, loc, operands.a,
+                                                                     ValueRange{aRows[r], column}),
+                                              zero})
+                                   .getResult()
+                             : vector::TransferReadOp::create(at, loc, pairType, operands.a,
+                                                              ValueRange{aRows[r], column}, zero,
+                                                              ArrayRef<bool>{true})
+                                   .getResult();
+          Value bits = vector::ExtractOp::create(
+              at, loc, vector::BitCastOp::create(at, loc, word, aPair), ArrayRef<int64_t>{0});
+          Value broadcast = vector::BitCastOp::create(
+              at, loc, pairRow, vector::BroadcastOp::create(at, loc, words, bits));
+          for (int64_t v = 0; v < chunk; ++v)
+            next.push_back(x86vector::DotBF16Op::create(at, loc, sumsType, sums[r * chunk + v],
+                                                        broadcast, bRows[v]));
+        }
+        return next;
+      };
+      bool half = inUse.halfLastPair;
+      Value end = inUse.pairs ? inUse.pairs : index(b, pairs);
+      if (half)
+        end = arith::SubIOp::create(b, loc, end, index(b, 1));
+      auto loop =
+          scf::ForOp::create(b, loc, index(b, 0), end, index(b, 1), init,
+                             [&](OpBuilder &at, Location, Value pair, ValueRange sums) {
+                               scf::YieldOp::create(at, loc, step(at, pair, sums, /*half=*/false));
+                             });
+      SmallVector<Value> results = loop.getResults();
+      if (half)
+        results = step(b, end, results, /*half=*/true);
       for (int64_t r = 0; r < height; ++r)
         for (int64_t v = 0; v < chunk; ++v)
-          vector::StoreOp::create(b, loc, loop.getResult(r * chunk + v), operands.c,
+          vector::StoreOp::create(b, loc, results[r * chunk + v], operands.c,
                                   ValueRange{index(b, r0 + r), index(b, (v0 + v) * kLanes)});
     }
   }

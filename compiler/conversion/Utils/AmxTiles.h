@@ -57,9 +57,12 @@ void accumulateTiles(mlir::OpBuilder &b, mlir::Location loc, const TileOperands 
 /// rows of c from `rows` on and the pairs from `pairs` on are left out (null: none). A row
 /// limit leaves out whole register tiles, and a's rows past it are never read (the rows of a
 /// register tile past the limit read a's last row in use instead, and hold its products), so
-/// that a may end there; a pair limit ends the reduction.
+/// that a may end there; a pair limit ends the reduction. `halfLastPair`: a's rows hold an
+/// odd number of values, 2 x pairs - 1 (an odd head's keys read where they are), so its last
+/// pair is read as that value and a zero, never as the value past it.
 struct PairsInUse {
   mlir::Value rows, pairs;
+  bool halfLastPair = false;
 };
 
 /// The same products c += a . b over `pairs` for c's `rows` x `columns` (multiples of 16),

@@ -35,16 +35,19 @@
 // CHECK:         memref.prefetch %{{.*}}, write, locality<3>, data : memref<1x20x96xf32>
 // CHECK-NOT:     vector.interleave
 // CHECK:         x86vector.avx512.dot
-// Element by element: the pairs zeroed, then each valid row's features stored as bf16.
+// Element by element: the pairs zeroed, then each valid row's feature d stored as bf16 into
+// half d % 2 of pair d / 2.
 // ELEMENTS-LABEL: func.func @f32_queries
 // ELEMENTS:         %[[PAIRS:.*]] = memref.alloca() {alignment = 64 : i64} : memref<32x32xbf16>
 // ELEMENTS:         scf.for %{{.*}} = %c0 to %c32 step %c1
 // ELEMENTS-NEXT:      vector.store %cst{{.*}}, %[[PAIRS]][%{{.*}}, %c0] : memref<32x32xbf16>, vector<32xbf16>
-// ELEMENTS:         scf.for %[[K:.*]] = %c0 to %c24 step %c1
+// ELEMENTS:         scf.for %[[D:.*]] = %c0 to %c48 step %c1
+// ELEMENTS:           %[[K:.*]] = arith.divui %[[D]], %c2 : index
+// ELEMENTS:           %[[H:.*]] = arith.remui %[[D]], %c2 : index
 // ELEMENTS:           arith.truncf %{{.*}} : f32 to bf16
-// ELEMENTS:           memref.store %{{.*}}, %[[PAIRS]][%[[K]], %{{.*}}] : memref<32x32xbf16>
-// ELEMENTS:           arith.truncf %{{.*}} : f32 to bf16
-// ELEMENTS:           memref.store %{{.*}}, %[[PAIRS]][%[[K]], %{{.*}}] : memref<32x32xbf16>
+// ELEMENTS:           %[[R2:.*]] = arith.muli %{{.*}}, %c2 : index
+// ELEMENTS:           %[[COLUMN:.*]] = arith.addi %[[R2]], %[[H]] : index
+// ELEMENTS:           memref.store %{{.*}}, %[[PAIRS]][%[[K]], %[[COLUMN]]] : memref<32x32xbf16>
 // ELEMENTS-NOT:     vector.transpose
 // ELEMENTS:         x86vector.avx512.dot
 func.func @f32_queries(%q: tensor<1x20x96xf32>, %k: tensor<1x20x96xf32>, %v: tensor<1x20x96xf32>) -> tensor<1x20x96xf32> {

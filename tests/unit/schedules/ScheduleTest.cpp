@@ -240,10 +240,10 @@ TEST(Resolution, KeepsF32ProductsForOneTileOfKeysOrRows) {
   EXPECT_EQ(compute(1, 512, 12, "  attention_compute = dot\n"), AttentionCompute::Dot);
 }
 
-/// Attention's vdpbf16ps products take any even head (Stable Diffusion's 40); an odd one keeps
-/// f32 products. Where vdpbf16ps does not outrun the FMAs (an AMX Xeon), a head AMX's tiles do
-/// not take keeps f32 products rather than falling to vdpbf16ps.
-TEST(Resolution, TakesBf16ProductsForEvenHeads) {
+/// Attention's vdpbf16ps products take any head (Stable Diffusion's 40, odd ones: the last pair
+/// a feature and a zero). Where vdpbf16ps does not outrun the FMAs (an AMX Xeon), a head AMX's
+/// tiles do not take keeps f32 products rather than falling to vdpbf16ps.
+TEST(Resolution, TakesBf16ProductsForAnyHead) {
   CpuTarget target = makeTarget(512);
   target.avx512bf16 = target.bf16DotOutrunsFma = true;
   auto compute = [&](int64_t heads, int64_t headDim) {
@@ -254,7 +254,8 @@ TEST(Resolution, TakesBf16ProductsForEvenHeads) {
   EXPECT_EQ(compute(8, 40), AttentionCompute::Dot);
   EXPECT_EQ(compute(32, 10), AttentionCompute::Dot);
   EXPECT_EQ(compute(16, 20), AttentionCompute::Dot);
-  EXPECT_EQ(compute(32, 9), AttentionCompute::F32);
+  EXPECT_EQ(compute(32, 9), AttentionCompute::Dot);
+  EXPECT_EQ(compute(4, 75), AttentionCompute::Dot);
   target.bf16DotOutrunsFma = false;
   target.amxBf16 = true;
   EXPECT_EQ(compute(8, 40), AttentionCompute::F32);
