@@ -40,12 +40,15 @@ inline int64_t projectionPanelWidth(int64_t out, int64_t registerCols, int64_t l
 /// eighth of `out` in zero-weight columns: 4 heads of 100 (400) in 7 pair panels of 64 (448)
 /// ran 1.19x as fast as in 25 of 16, where f32 products ran 0.91x, and pair panels of 32
 /// (480, 1568) 0.97-0.98x (bench/RESULTS.md). Where exact columns do not
-/// work, `out` rounded up to whole panels of the widest panel (`registerCols`, halved down to
-/// one vector) that adds at most an eighth, else to one vector: 12 heads of 75 (900) compute
-/// 960 in 15 panels of 64, where exact columns would need tails of 4, 2 or 1 features, each a
-/// loop of its own, or an unpacked product. Keys and values of one head of 80 keep their 5
-/// panels of 16 (128 would be 60% padding). The padding columns are computed into padded rows
-/// and never read. With a `lanes` of 0, the vector is a whole panel.
+/// work, `out` rounded up to whole panels of the panel width wider than one vector
+/// (`registerCols`, halved) that pads least, if that adds at most an eighth, else to one
+/// vector: 12 heads of 75 (900) compute 928 in 29 panels of 32, where exact columns would need
+/// tails of 4, 2 or 1 features, each a loop of its own, or an unpacked product. Panels of 32
+/// run about as fast as panels of 64, so the padding decides: 8 heads of 65 (520) in bf16 pairs
+/// ran 1.09x as fast in 17 panels of 32 (544) as in 9 of 64 (576), 900 1.03-1.04x in f32 and
+/// bf16 (bench/RESULTS.md). Keys and values of one head of 80 keep their 5 panels of 16 (128
+/// would be 60% padding). The padding columns are computed into padded rows and never read.
+/// With a `lanes` of 0, the vector is a whole panel.
 inline int64_t paddedProjectionWidth(int64_t out, int64_t registerCols, int64_t lanes, bool pairs) {
   int64_t vector = lanes > 0 ? lanes : registerCols;
   if (vector <= 0)
@@ -55,9 +58,12 @@ inline int64_t paddedProjectionWidth(int64_t out, int64_t registerCols, int64_t 
                           ? vector
                           : registerCols;
   auto roundedUp = [&](int64_t width) { return (out + width - 1) / width * width; };
+  int64_t padded = 0;
   for (int64_t panel = registerCols; panel > narrowest && panel % vector == 0; panel /= 2)
-    if (roundedUp(panel) - out <= out / 8)
-      return roundedUp(panel);
+    if (roundedUp(panel) - out <= out / 8 && (padded == 0 || roundedUp(panel) < padded))
+      padded = roundedUp(panel);
+  if (padded > 0)
+    return padded;
   return exact ? out : roundedUp(vector);
 }
 

@@ -305,13 +305,14 @@ TEST(ProjectionPanels, HalveDownToOneVectorThatDividesTheWidth) {
 
 /// Widths that whole vectors (or, for f32 products, whole panels and blocks of 8) make are
 /// computed as they are, but for bf16 pairs that would take narrower panels; others are padded
-/// to the widest panels that add at most an eighth of their width, or to one vector.
+/// to the panels wider than a vector that pad least (the wider of a tie) where that adds at
+/// most an eighth of their width, else to one vector.
 TEST(ProjectionPanels, PadWidthsThatNoVectorDivides) {
   EXPECT_EQ(paddedProjectionWidth(640, 64, 16, true), 640);
   EXPECT_EQ(paddedProjectionWidth(80, 64, 16, true), 80);
   EXPECT_EQ(paddedProjectionWidth(520, 64, 16, false), 520);
-  EXPECT_EQ(paddedProjectionWidth(520, 64, 16, true), 576);
-  EXPECT_EQ(paddedProjectionWidth(900, 64, 16, false), 960);
+  EXPECT_EQ(paddedProjectionWidth(520, 64, 16, true), 544);
+  EXPECT_EQ(paddedProjectionWidth(900, 64, 16, false), 928);
   EXPECT_EQ(paddedProjectionWidth(300, 64, 16, true), 320);
   EXPECT_EQ(paddedProjectionWidth(689, 64, 16, false), 704);
   EXPECT_EQ(paddedProjectionWidth(40, 64, 16, true), 48);
@@ -319,7 +320,7 @@ TEST(ProjectionPanels, PadWidthsThatNoVectorDivides) {
   EXPECT_EQ(paddedProjectionWidth(36, 16, 8, false), 40);
   EXPECT_EQ(paddedProjectionWidth(36, 64, 0, false), 64);
   EXPECT_EQ(paddedProjectionWidth(400, 64, 16, false), 400);
-  EXPECT_EQ(paddedProjectionWidth(400, 64, 16, true), 448);
+  EXPECT_EQ(paddedProjectionWidth(400, 64, 16, true), 416);
   EXPECT_EQ(paddedProjectionWidth(1200, 64, 16, true), 1216);
   EXPECT_EQ(paddedProjectionWidth(160, 64, 16, true), 160);
 }
