@@ -12,8 +12,13 @@ fraction of the peak measured with it, and for one-token layers the GB/s of weig
 against the measured bandwidth; the peers' times and the median of the rounds' best peer /
 mhac ratios.
 
+With --dtype bf16 the layers are bf16 (mhac's NAME.bf16.so, its default schedule for the
+machine), and so are the peers (bf16 weights, inputs and products in PyTorch; oneDNN's bf16
+composition); `of peak` is then against the fastest of the peaks a bf16 layer can use (the
+FMAs', vdpbf16ps', AMX's: bench.py's measure_peak), and weights stream at 2 bytes.
+
 usage: zoo.py --mha-run MHA_RUN --modules DIR --peers-dir DIR [--threads 2] [--rounds 3]
-              [--only NAME,...] [--torch-python PY]
+              [--only NAME,...] [--torch-python PY] [--dtype f32|bf16]
 """
 import argparse
 import glob
@@ -26,6 +31,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "peers"))
 from torch_eager import read_layer  # noqa: E402  (the zoo's one parser of .mha keys)
+from bench import measure_peak  # noqa: E402
 
 
 def flops(layer):
@@ -39,19 +45,19 @@ def flops(layer):
     return projections + (attention / 2 if layer["causal"] else attention)
 
 
-def weight_bytes(layer):
+def weight_bytes(layer, dtype):
     d, h, dh, hkv = (layer[k] for k in ("d", "h", "dh", "hkv"))
     kv_dim = layer["kv_dim"] if layer["cross"] else d
-    return 4 * (2 * d * h * dh + 2 * kv_dim * hkv * dh)
+    return (2 if dtype == "bf16" else 4) * (2 * d * h * dh + 2 * kv_dim * hkv * dh)
 
 
-def onednn_arguments(layer, calls):
-    """peers/onednn_mha's command line for the layer (f32)."""
+def onednn_arguments(layer, calls, dtype):
+    """peers/onednn_mha's command line for the layer."""
     keys = {"head_dim": layer["dh"], "kv_heads": layer["hkv"], "bias": int(layer["bias"])}
     if layer["cross"]:
         keys.update(kv_seq=layer["skv"], kv_dim=layer["kv_dim"])
     return ([str(layer[k]) for k in ("b", "s", "d", "h")]
-            + [str(int(layer["causal"])), str(calls), "f32"]
+            + [str(int(layer["causal"])), str(calls), dtype]
             + [f"{key}={value}" for key, value in keys.items()])
 
 
@@ -76,6 +82,7 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--only", default="")
     p.add_argument("--torch-python", default="", help="a Python with PyTorch 2 (SDPA peer)")
+    p.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
     args = p.parse_args()
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads),
                OPENBLAS_NUM_THREADS=str(args.threads), MHAC_NUM_THREADS=str(args.threads))
@@ -86,33 +93,36 @@ def main():
     samples = {name: {"peak": [], "bw": [], "mhac": [], "gflops": [], "torch": [], "sdpa": [],
                       "onednn": [], "ratio": []}
                for name in layers}
-    peak = os.path.join(args.peers_dir, "peak")
     bandwidth = os.path.join(args.peers_dir, "bandwidth")
     for round_index in range(args.rounds):
         for name, (path, layer) in layers.items():
             sample = samples[name]
-            sample["peak"].append(float(re.search(r"([0-9.]+) GFLOP/s",
-                                                  run([peak, str(args.threads)], env)).group(1)))
+            arithmetics = ("f32", "bf16", "amx") if args.dtype == "bf16" else ("f32",)
+            sample["peak"].append(max(filter(None, (measure_peak(args, args.threads, arithmetic)
+                                                    for arithmetic in arithmetics))))
             if layer["s"] == 1:
                 sample["bw"].append(float(re.search(r"([0-9.]+) GB/s", run(
                     [bandwidth, str(args.threads)], env)).group(1)))
             calls = calls_for(layer)
-            module = os.path.join(args.modules, name + ".so")
+            module = os.path.join(args.modules,
+                                  name + (".bf16.so" if args.dtype == "bf16" else ".so"))
             result = run([args.mha_run, module, "--bench", str(calls), "--threads",
                           str(args.threads)], env)
             mhac = float(re.search(r"median ([0-9.]+)", result).group(1))
             sample["gflops"].append(float(re.search(r"([0-9.]+) GFLOP/s", result).group(1)))
             peer = [os.path.join(HERE, "peers", "torch_eager.py"), path, str(args.threads),
                     str(max(3, calls // 4))]
-            torch = float(re.search(r"median ([0-9.]+)", run([args.python] + peer, env)).group(1))
+            in_dtype = ["bf16"] if args.dtype == "bf16" else []
+            torch = float(re.search(r"median ([0-9.]+)",
+                                    run([args.python] + peer + in_dtype, env)).group(1))
             best = torch
             if args.torch_python:
-                sdpa = float(re.search(r"median ([0-9.]+)",
-                                       run([args.torch_python] + peer + ["sdpa"], env)).group(1))
+                sdpa = float(re.search(r"median ([0-9.]+)", run(
+                    [args.torch_python] + peer + ["sdpa"] + in_dtype, env)).group(1))
                 sample["sdpa"].append(sdpa)
                 best = min(best, sdpa)
             onednn = float(re.search(r"median ([0-9.]+)", run(
-                [os.path.join(args.peers_dir, "onednn_mha")] + onednn_arguments(layer, calls),
+                [os.path.join(args.peers_dir, "onednn_mha")] + onednn_arguments(layer, calls, args.dtype),
                 env)).group(1))
             sample["onednn"].append(onednn)
             best = min(best, onednn)
@@ -123,6 +133,9 @@ def main():
                   + (f", SDPA {sample['sdpa'][-1]:.3f} ms" if args.torch_python else "")
                   + f", oneDNN {onednn:.3f} ms", file=sys.stderr)
 
+    unit = "the fastest of the FMAs, vdpbf16ps and AMX" if args.dtype == "bf16" else "the FMAs"
+    print(f"{args.dtype} layers, {args.threads} threads; peak ({unit}): median "
+          f"{statistics.median(p for s in samples.values() for p in s['peak']):.0f} GFLOP/s\n")
     print(f"| layer | B, S (Skv) | D, H x Dh, Hkv | mhac ms | GFLOP/s | of peak | GB/s of weights "
           f"(of bandwidth) | PyTorch 1.13 eager ms | PyTorch 2 SDPA ms | oneDNN ms | "
           f"best peer / mhac |")
@@ -134,7 +147,7 @@ def main():
         fraction = statistics.median(g / pk for g, pk in zip(sample["gflops"], sample["peak"]))
         streamed = ""
         if sample["bw"]:
-            gbs = weight_bytes(layer) / (ms * 1e-3) * 1e-9
+            gbs = weight_bytes(layer, args.dtype) / (ms * 1e-3) * 1e-9
             streamed = f"{gbs:.1f} ({gbs / statistics.median(sample['bw']):.0%})"
         skv = f" ({layer['skv']})" if layer["cross"] else ""
         shape = (f"{layer['d']}, {layer['h']} x {layer['dh']}, {layer['hkv']}"

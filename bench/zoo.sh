@@ -4,6 +4,7 @@
 # it) and a oneDNN composition, measured in one run; prints a Markdown table
 # (bench/RESULTS.md has the last one). Not part of CI.
 #   bench/zoo.sh [zoo.py options, e.g. --rounds 5 --threads 1 --only gpt2,phi2]
+#   bench/zoo.sh --dtype bf16 [...]   the same layers in bf16, against the peers in bf16
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MHAC_BUILD_DIR:-$root/build}
@@ -17,10 +18,23 @@ mkdir -p "$work"
 cc -O3 -march=native -pthread "$root/bench/peak.c" -o "$work/peak"
 cc -O3 -march=native -pthread "$root/bench/bandwidth.c" -o "$work/bandwidth"
 cc -O3 -march=native "$root/bench/peers/onednn_mha.c" -ldnnl -lm -o "$work/onednn_mha"
+# bf16 layers (NAME.bf16.so) where the run asks for them: the same files with dtype = bf16.
+bf16=false
+for argument in "$@"; do
+  if [ "$argument" = bf16 ] || [ "$argument" = --dtype=bf16 ]; then bf16=true; fi
+done
+compile() { # compile LAYER.mha OUT: once, and again whenever the file or mhac is newer
+  if [ ! "$2.so" -nt "$1" ] || [ ! "$2.so" -nt "$build/bin/mhac" ]; then
+    "$build/bin/mhac" compile "$1" --shared -o "$2"
+  fi
+}
 for layer in "$root"/bench/zoo/*.mha; do
   name=$(basename "$layer" .mha)
-  if [ ! "$work/$name.so" -nt "$layer" ] || [ ! "$work/$name.so" -nt "$build/bin/mhac" ]; then
-    "$build/bin/mhac" compile "$layer" --shared -o "$work/$name"
+  compile "$layer" "$work/$name"
+  if [ "$bf16" = true ]; then
+    [ "$work/$name.bf16.mha" -nt "$layer" ] ||
+      sed 's/^}$/  dtype = bf16\n}/' "$layer" > "$work/$name.bf16.mha"
+    compile "$work/$name.bf16.mha" "$work/$name.bf16"
   fi
 done
 # PyPI's PyTorch 2 (its SDPA), where bench/run.sh installed it.

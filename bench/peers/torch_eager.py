@@ -3,9 +3,10 @@ grouped-query or cross-attention layer without a fused kernel: four F.linear, ke
 heads repeated for their query heads, matmul, masked softmax, matmul (PyTorch 1.13 has no
 scaled_dot_product_attention). The same function as the mhac layer. With `sdpa` (PyTorch 2),
 the attention is F.scaled_dot_product_attention instead, its fused CPU kernels (grouped-query
-heads through enable_gqa where PyTorch has it, else repeated).
+heads through enable_gqa where PyTorch has it, else repeated). With `bf16`, weights, inputs and
+every product are bfloat16.
 
-usage: torch_eager.py LAYER.mha THREADS CALLS [sdpa]        prints "median MS"
+usage: torch_eager.py LAYER.mha THREADS CALLS [sdpa] [bf16]        prints "median MS"
 """
 import re
 import statistics
@@ -35,7 +36,8 @@ def main():
 
     layer = read_layer(sys.argv[1])
     threads, calls = int(sys.argv[2]), int(sys.argv[3])
-    sdpa = len(sys.argv) > 4 and sys.argv[4] == "sdpa"
+    options = sys.argv[4:]
+    sdpa, dtype = "sdpa" in options, torch.bfloat16 if "bf16" in options else torch.float32
     if sdpa and not hasattr(F, "scaled_dot_product_attention"):
         sys.exit(f"PyTorch {torch.__version__} has no scaled_dot_product_attention")
     torch.set_num_threads(threads)
@@ -45,15 +47,15 @@ def main():
     kv_dim = layer["kv_dim"] if layer["cross"] else d
 
     def linear(out_features, in_features):
-        weight = torch.randn(out_features, in_features) * in_features ** -0.5
-        return weight, (torch.randn(out_features) * 0.1 if layer["bias"] else None)
+        weight = (torch.randn(out_features, in_features) * in_features ** -0.5).to(dtype)
+        return weight, ((torch.randn(out_features) * 0.1).to(dtype) if layer["bias"] else None)
 
     wq, bq = linear(h * dh, d)
     wk, bk = linear(hkv * dh, kv_dim)
     wv, bv = linear(hkv * dh, kv_dim)
     wo, bo = linear(d, h * dh)
-    x = torch.rand(b, s, d) * 2 - 1
-    memory = torch.rand(b, skv, kv_dim) * 2 - 1 if layer["cross"] else x
+    x = (torch.rand(b, s, d) * 2 - 1).to(dtype)
+    memory = (torch.rand(b, skv, kv_dim) * 2 - 1).to(dtype) if layer["cross"] else x
     mask = None
     if layer["causal"]:
         mask = torch.ones(s, skv, dtype=torch.bool).triu(1 + skv - s)
