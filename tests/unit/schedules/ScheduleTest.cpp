@@ -375,19 +375,24 @@ TEST(Resolution, GrowsTheBlocksOfLongCallsAtRunTime) {
 /// its rows for tasks that share out evenly. Weights within L2 (1 MiB here): as many whole
 /// register tiles as make a multiple of 8 tasks with the panels, of at least 4 register tiles
 /// each, the few rows left over the split-off last tile. Weights past L2, which every tile
-/// reads again: the fewest tiles that make 8 tasks.
+/// reads again: the fewest tiles that make 8 tasks. bf16 pair products' weights are half as
+/// many bytes.
 TEST(Resolution, BalancesTheTasksOfAOneTileLayer) {
   CpuTarget target = makeTarget(512);
+  target.avx512bf16 = target.bf16DotOutrunsFma = true;
   ASSERT_EQ(target.l2Bytes, 1024 * 1024);
-  auto cacheRows = [&](int64_t modelDim, int64_t heads, int64_t kvHeads, int64_t seq) {
+  auto cacheRows = [&](int64_t modelDim, int64_t heads, int64_t kvHeads, int64_t seq,
+                       DType dtype = DType::F32) {
     LayerSpec layer = makeLayer(modelDim, heads, 64, kvHeads, seq);
     layer.batch = 1;
+    layer.dtype = dtype;
     return resolveSchedule(layer, target, nullptr, nullptr).schedule->projection.cacheRows;
   };
   EXPECT_EQ(cacheRows(192, 3, 3, 197), 24);    // 3 panels: 8 x 3 tasks of 24 rows, then 5 rows
   EXPECT_EQ(cacheRows(256, 4, 2, 200), 48);    // 2 panels: 4 x 2 tasks of 48 rows, then 8
   EXPECT_EQ(cacheRows(256, 4, 2, 60), 30);     // tiles of at least 24 rows: 2 x 2 tasks of 30
   EXPECT_EQ(cacheRows(576, 9, 3, 100), 36);    // 1.3 MiB of weights: 3 tiles, 36 + 36 + 28
+  EXPECT_EQ(cacheRows(576, 9, 3, 100, DType::BF16), 24); // 0.6 MiB: 4 x 3 tasks of 24, then 4
   EXPECT_EQ(cacheRows(768, 12, 12, 200), 258); // 12 panels: tasks enough
   EXPECT_EQ(cacheRows(192, 3, 3, 1), 6);       // a decoding step: one register tile
 }
