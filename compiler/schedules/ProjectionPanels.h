@@ -37,9 +37,10 @@ inline int64_t projectionPanelWidth(int64_t out, int64_t registerCols, int64_t l
 /// vector of `lanes` divides `out`, or, for f32 products, whole panels and column blocks of
 /// kMinColumnBlock or more make it), `out` itself, except that bf16 `pairs` whose panels would
 /// narrow to one vector (projectionPanelWidth) take wider ones where padding adds at most an
-/// eighth of `out` in zero-weight columns: 4 heads of 100 (400) in 7 pair panels of 64 (448)
-/// ran 1.19x as fast as in 25 of 16, where f32 products ran 0.91x, and pair panels of 32
-/// (480, 1568) 0.97-0.98x (bench/RESULTS.md). Where exact columns do not
+/// eighth of `out` in zero-weight columns (as below, the panels that pad least): 4 heads of 100
+/// (400) in 7 pair panels of 64 (448) ran 1.19x as fast as in 25 of 16, where f32 products ran
+/// 0.91x, and in 13 of 32 (416) 1.10x faster again; pair panels of 32 padded to 64 (480, 1568)
+/// ran 0.97-0.98x (bench/RESULTS.md). Where exact columns do not
 /// work, `out` rounded up to whole panels of the panel width wider than one vector
 /// (`registerCols`, halved) that pads least, if that adds at most an eighth, else to one
 /// vector: 12 heads of 75 (900) compute 928 in 29 panels of 32, where exact columns would need
