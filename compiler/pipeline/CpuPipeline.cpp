@@ -95,7 +95,7 @@ LogicalResult lowerMhaToLinalg(ModuleOp module, const LayerSchedules &schedules,
         const ProjectionSchedule &p = s.projection;
         // Layers whose projections multiply bf16 pairs are widened too: only their
         // projections' operands are taken back in bf16.
-        bool pairs = s.bf16Compute == Bf16Compute::Dot || s.bf16Compute == Bf16Compute::Amx;
+        bool pairs = s.pairProducts();
         if (s.bf16Compute == Bf16Compute::F32 || pairs)
           pm.addPass(createWidenBf16Layer(
               WidenBf16LayerOptions{s.attention.compute != AttentionCompute::F32}));

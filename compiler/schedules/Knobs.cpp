@@ -801,8 +801,7 @@ std::vector<Constraint> cpuConstraints() {
        true,
        [](const Schedule &s, const KnobContext &c) {
          return s.attention.compute == AttentionCompute::F32 ||
-                (c.layer->dtype == DType::BF16 &&
-                 (s.bf16Compute == Bf16Compute::Dot || s.bf16Compute == Bf16Compute::Amx));
+                (c.layer->dtype == DType::BF16 && s.pairProducts());
        },
        [](const Schedule &s, const KnobContext &c) {
          return fmt::format("attention_compute = {} rounds attention's operands to bf16: it "

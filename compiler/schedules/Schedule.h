@@ -171,6 +171,12 @@ struct Schedule {
   /// script as parameters.
   std::string projectionTransform;
 
+  /// Whether the projections multiply bf16 pairs (`dot` or `amx`): their weights are prepared
+  /// as bf16, in the pair layout.
+  bool pairProducts() const {
+    return bf16Compute == Bf16Compute::Dot || bf16Compute == Bf16Compute::Amx;
+  }
+
   bool operator==(const Schedule &other) const;
   bool operator!=(const Schedule &other) const { return !(*this == other); }
 };

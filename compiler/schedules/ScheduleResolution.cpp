@@ -114,16 +114,11 @@ int64_t balancedCacheCols(const LayerSpec &layer, const CpuTarget &target,
 /// (12 rows) ran 4% slower on one core than in tiles of 4.
 constexpr int64_t kMinTileRegisterTiles = 4;
 
-/// Whether the schedule's projections multiply bf16 pairs (weights prepared as bf16).
-bool pairProducts(const Schedule &schedule) {
-  return schedule.bf16Compute == Bf16Compute::Dot || schedule.bf16Compute == Bf16Compute::Amx;
-}
-
 /// Bytes of the largest projection's weights as prepared (the query's and the output's, or a
 /// cross layer's keys' and values'): bf16 for pair products, else f32.
 int64_t largestWeightBytes(const LayerSpec &layer, const Schedule &schedule) {
-  return (pairProducts(schedule) ? 2 : 4) * std::max(layer.modelDim * layer.heads * layer.headDim,
-                                                     layer.kvDim * layer.kvHeads * layer.headDim);
+  return (schedule.pairProducts() ? 2 : 4) * std::max(layer.modelDim * layer.heads * layer.headDim,
+                                                      layer.kvDim * layer.kvHeads * layer.headDim);
 }
 
 /// The cache rows of a one-tile layer whose narrowest projection has fewer than kMinTasks
@@ -147,7 +142,7 @@ int64_t balancedCacheRows(const LayerSpec &layer, const CpuTarget &target,
   if (rows == 0 || p.registerCols <= 0 || p.registerRows <= 0)
     return 0;
   int64_t narrowest = paddedProjectionWidth(narrowestProjection(layer), p.registerCols,
-                                            target.lanes(), pairProducts(schedule));
+                                            target.lanes(), schedule.pairProducts());
   int64_t panels = std::max<int64_t>(
       1, narrowest / projectionPanelWidth(narrowest, p.registerCols, target.lanes()));
   if (panels >= kMinTasks)
@@ -294,7 +289,7 @@ constexpr int64_t kAmxRegisterTile = 2 * kAmxTileRows;
 /// widths are whole tiles of the default register tile.
 bool amxPreferred(const LayerSpec &layer, const CpuTarget &target, const Schedule &schedule) {
   if (!target.amxBf16 || !target.avx512bf16 || layer.dtype != DType::BF16 ||
-      !pairProducts(schedule))
+      !schedule.pairProducts())
     return false;
   Schedule amx = schedule;
   amx.bf16Compute = Bf16Compute::Amx;
