@@ -2,6 +2,8 @@
 
 import ctypes
 
+import numpy as np
+
 from . import _arrays, _weights
 from ._errors import Error
 from ._runtime import DTYPE_BF16, DYNAMIC, Sizes
@@ -15,8 +17,11 @@ class Layer:
 
     Inputs are float32 (bf16 layers: torch.bfloat16, or uint16 arrays of raw bfloat16 bits),
     batch first; the result is a new tensor of x's kind (PyTorch in, PyTorch out), or `out`.
-    Sizes declared `?` are taken from the inputs; declared ones must match. Calls do not track
-    gradients (the layer is for inference) and may run from several threads at once.
+    With `batch_first = False` (PyTorch's default layout, which `from_torch` keeps), x and out
+    are [S, B, D] and memory [Skv, B, kv_dim], as nn.MultiheadAttention takes them; the layer
+    computes on a batch-first copy. Sizes declared `?` are taken from the inputs; declared ones
+    must match. Calls do not track gradients (the layer is for inference) and may run from
+    several threads at once.
     """
 
     def __init__(self, module, info):
@@ -36,6 +41,8 @@ class Layer:
         self.cpu_features = c.cpu_features.decode()
         #: None for a CPU layer; the target of a layer compiled for a GPU ("cuda:sm_90").
         self.device = c.device.decode() if c.device else None
+        #: The layout of x, memory and the result: [B, S, D] when true, [S, B, D] when false.
+        self.batch_first = True
         self._names = self._tensor_names()
         assert len(self._names) == c.num_tensors, "mhac_layer.num_tensors disagrees"
         self._prepared = None
@@ -108,6 +115,41 @@ class Layer:
                         "(see its header) or run it with mha-run")
 
     def __call__(self, x, memory=None, kv_lens=None, *, out=None):
+        if not self.batch_first:
+            return self._call_sequence_first(x, memory, kv_lens, out)
+        return self._call(x, memory, kv_lens, out)
+
+    def _call_sequence_first(self, x, memory, kv_lens, out):
+        """A call on PyTorch's [S, B, D] layout: the inputs transposed into batch-first copies,
+        the result transposed back. Unbatched inputs ([S, D]) need no transpose."""
+        def batch_first(value, what):
+            if value is None or len(getattr(value, "shape", ())) != 3:
+                return value
+            if _arrays.is_torch_tensor(value):
+                return value.transpose(0, 1).contiguous()
+            return _arrays.as_buffer(value, what, self.dtype).owner.swapaxes(0, 1).copy()
+
+        xb = batch_first(x, "x")
+        result = self._call(xb, batch_first(memory, "memory"), kv_lens, None)
+        if len(result.shape) == 3:
+            result = (result.transpose(0, 1).contiguous() if _arrays.is_torch_tensor(result)
+                      else np.ascontiguousarray(result.swapaxes(0, 1)))
+        if out is None:
+            return result
+        ob = _arrays.as_buffer(out, "out", self.dtype, writable=True)
+        if ob.shape != tuple(result.shape):
+            raise ValueError(f"layer {self.name}: out has shape {list(ob.shape)}; it must have "
+                             f"x's, {list(result.shape)}")
+        if _arrays.is_torch_tensor(out) != _arrays.is_torch_tensor(result):
+            raise TypeError(f"layer {self.name}: out must be of x's kind (a PyTorch tensor for a "
+                            "PyTorch input, a NumPy array otherwise)")
+        if _arrays.is_torch_tensor(out):
+            out.copy_(result)
+        else:
+            np.copyto(out, result)
+        return out
+
+    def _call(self, x, memory, kv_lens, out):
         self._module._check_open()
         self._check_cpu()
         if self._prepared is None:
@@ -181,4 +223,6 @@ class Layer:
         if not self.bias:
             parts.append("bias=False")
         parts.append(self.dtype)
+        if not self.batch_first:
+            parts.append("batch_first=False")
         return f"<mhac.Layer {self.name}: {', '.join(parts)}>"

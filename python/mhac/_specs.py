@@ -36,8 +36,8 @@ def layer_text(name="layer", *, model_dim, heads, head_dim=None, kv_heads=None, 
 
 def torch_layer_text(mha, name="mha", *, seq=None, batch=None, kv_seq=None, cross=None,
                      causal=False, kv_lens=False, dtype="f32"):
-    """The .mha text of the layer a torch.nn.MultiheadAttention computes (for inputs batch
-    first). Keys of another width than the queries (kdim) make a cross-attention layer, as does
+    """The .mha text of the layer a torch.nn.MultiheadAttention computes (mhac layers take
+    their inputs batch first, whatever the module's `batch_first`). Keys of another width than the queries (kdim) make a cross-attention layer, as does
     cross=True; PyTorch's key_padding_mask and attn_mask correspond to kv_lens and causal
     (docs/running.md)."""
     if getattr(mha, "kdim", mha.embed_dim) != getattr(mha, "vdim", mha.embed_dim):
@@ -74,10 +74,13 @@ def config_layer_text(config, name="attention", *, seq=None, batch=None, causal=
 def from_torch(mha, *, seq=None, batch=None, kv_seq=None, cross=None, causal=False,
                kv_lens=False, dtype="f32", schedule=None, target=None, backend=None):
     """Compiles the layer a torch.nn.MultiheadAttention computes and loads its weights: the
-    result `layer(x)` is `mha(x, x, x, need_weights=False)[0]` for batch-first x (and
-    `layer(x, memory)` is `mha(x, memory, memory, ...)` for a cross layer). Sizes left None are
-    given at run time; `schedule`, `target` and `backend` are compile()'s."""
+    result `layer(x)` is `mha(x, x, x, need_weights=False)[0]` (and `layer(x, memory)` is
+    `mha(x, memory, memory, ...)` for a cross layer), in the module's own layout: [B, S, D]
+    with `batch_first=True`, PyTorch's default [S, B, D] otherwise (`layer.batch_first` says
+    which). Sizes left None are given at run time; `schedule`, `target` and `backend` are
+    compile()'s."""
     text = torch_layer_text(mha, "mha", seq=seq, batch=batch, kv_seq=kv_seq, cross=cross,
                             causal=causal, kv_lens=kv_lens, dtype=dtype)
-    return compile(text, schedule=schedule, target=target,
-                   backend=backend)["mha"].load_weights(mha)
+    layer = compile(text, schedule=schedule, target=target, backend=backend)["mha"]
+    layer.batch_first = bool(getattr(mha, "batch_first", False))
+    return layer.load_weights(mha)

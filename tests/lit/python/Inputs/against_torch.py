@@ -28,6 +28,27 @@ def self_attention():
            1e-4)
 
 
+def sequence_first():
+    """PyTorch's default layout, [S, B, E]: from_torch keeps the module's batch_first."""
+    mha = torch.nn.MultiheadAttention(64, 4).eval()
+    layer = mhac.from_torch(mha)
+    print(f"layout: {layer!r}")
+    x = torch.randn(19, 3, 64)
+    want = mha(x, x, x, need_weights=False)[0]
+    report("sequence-first", layer(x), want, 1e-4)
+    out = torch.empty(19, 3, 64)
+    layer(x, out=out)
+    report("sequence-first-out", out, want, 1e-4)
+    report("sequence-first-unbatched", layer(x[:, 1]), mha(x[:, 1], x[:, 1], x[:, 1],
+                                                            need_weights=False)[0], 1e-4)
+    report("sequence-first-numpy", layer(x.numpy()), want, 1e-4)
+    cross = torch.nn.MultiheadAttention(32, 4, kdim=24, vdim=24).eval()
+    layer = mhac.from_torch(cross)
+    x, memory = torch.randn(5, 2, 32), torch.randn(13, 2, 24)
+    report("sequence-first-cross", layer(x, memory),
+           cross(x, memory, memory, need_weights=False)[0], 1e-4)
+
+
 def masks():
     mha = torch.nn.MultiheadAttention(48, 3, batch_first=True).eval()
     layer = mhac.from_torch(mha, seq=11, causal=True, kv_lens=True)
