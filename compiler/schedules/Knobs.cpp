@@ -1080,6 +1080,14 @@ const Constraint *firstViolation(const Schedule &schedule, const KnobContext &co
   return nullptr;
 }
 
+std::vector<const Constraint *> violations(const Schedule &schedule, const KnobContext &context) {
+  std::vector<const Constraint *> broken;
+  for (const Constraint &constraint : constraints())
+    if ((!constraint.needsLayer || context.layer) && !constraint.holds(schedule, context))
+      broken.push_back(&constraint);
+  return broken;
+}
+
 std::vector<int64_t> legalValues(KnobId id, const Schedule &schedule, const KnobContext &context) {
   const Knob &k = knob(id);
   std::vector<int64_t> values;

@@ -163,6 +163,8 @@ std::string explainDomain(const Knob &knob, int64_t value, const CpuTarget &targ
 /// The first rule `schedule` breaks in `context` (among those involving `only`, if given).
 const Constraint *firstViolation(const Schedule &schedule, const KnobContext &context,
                                  std::optional<KnobId> only = std::nullopt);
+/// Every rule `schedule` breaks in `context`, in the table's order.
+std::vector<const Constraint *> violations(const Schedule &schedule, const KnobContext &context);
 /// The values of `id` that would satisfy every rule, the other knobs as they are in `schedule`.
 std::vector<int64_t> legalValues(KnobId id, const Schedule &schedule, const KnobContext &context);
 

@@ -486,23 +486,31 @@ ScheduleResolution resolveSchedule(const LayerSpec &layer, const CpuTarget &targ
   if (const Constraint *broken = firstViolation(schedule, context))
     fitAll(broken);
 
-  const Constraint *broken = firstViolation(schedule, context);
-  if (!broken)
+  std::vector<const Constraint *> broken = violations(schedule, context);
+  if (broken.empty())
     return {schedule, ""};
-  std::string message = broken->explain(schedule, context);
-  for (KnobId id : broken->knobs) {
-    const KnobSetting *setting = block ? block->find(id) : nullptr;
-    if (!setting || !diags)
-      continue;
-    std::vector<int64_t> legal = legalValues(id, schedule, context);
-    if (!legal.empty())
-      message += fmt::format(" (legal values of {} here: {})", knob(id).name,
-                             describeValues(knob(id), legal));
-    diags->error(setting->valueLoc, message, setting->valueLength);
-    return {std::nullopt, ""};
+  // Every broken rule is reported at a setting of the file that takes part in it, as a .mha
+  // file's problems are all reported; a rule the file has no part in breaks the defaults.
+  bool reported = false;
+  for (const Constraint *rule : broken) {
+    for (KnobId id : rule->knobs) {
+      const KnobSetting *setting = block ? block->find(id) : nullptr;
+      if (!setting || !diags)
+        continue;
+      std::string message = rule->explain(schedule, context);
+      std::vector<int64_t> legal = legalValues(id, schedule, context);
+      if (!legal.empty())
+        message += fmt::format(" (legal values of {} here: {})", knob(id).name,
+                               describeValues(knob(id), legal));
+      diags->error(setting->valueLoc, message, setting->valueLength);
+      reported = true;
+      break;
+    }
   }
+  if (reported)
+    return {std::nullopt, ""};
   return {std::nullopt, fmt::format("no schedule of the target's defaults fits layer '{}': {}",
-                                    layer.name, message)};
+                                    layer.name, broken.front()->explain(schedule, context))};
 }
 
 } // namespace mhac
