@@ -317,11 +317,23 @@ void Search::showProgress(const std::string &phase) {
     timed += c.measured();
     failed += c.failed();
   }
-  std::string best = "best: none yet";
+  // Until the final round the leader's figure is an estimate from its probes, each against
+  // a default measured near it; only the final round's paired ratios confirm a winner, and
+  // they often give back most of an early lead (the VMs drift by 5-10%).
+  std::string best = "no leader yet";
   std::vector<int> ids = ranking();
   if (!ids.empty() && candidates_[0].measured())
-    best = fmt::format("best {:.3f}x the default (noise {:.1f}%)",
+    best = fmt::format("leader estimated at {:.3f}x the default, unconfirmed (noise {:.1f}%)",
                        1 / std::min(1.0, score(ids.front())), 100 * noise_);
+  const Candidate *finalist = nullptr;
+  for (size_t id = 1; id < candidates_.size(); ++id)
+    if (!candidates_[id].finalRatios.empty() &&
+        (!finalist || median(candidates_[id].finalRatios) < median(finalist->finalRatios)))
+      finalist = &candidates_[id];
+  if (finalist)
+    best = fmt::format("leader {:.3f}x the default in {} paired final round(s) (noise {:.1f}%)",
+                       1 / median(finalist->finalRatios), finalist->finalRatios.size(),
+                       100 * noise_);
   progress_.update(fmt::format("mhac tune: {}: {} built, {} timed, {} failed; {}; {:.0f} s left",
                                phase, built, timed, failed, best, std::max(0.0, budget_.left())));
 }
