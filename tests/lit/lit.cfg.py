@@ -91,6 +91,14 @@ for python in ["/usr/bin/python3", "python3"]:
     except OSError:
         pass
 
+# A private mount namespace (unshare -m; root, or a kernel that lets users make one): the
+# installation tests hide the source and build trees behind empty folders in one.
+try:
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0:
+        config.available_features.add("mount-namespace")
+except OSError:
+    pass
+
 # mhac's Python package, installed into the build's virtual environment (python/CMakeLists.txt),
 # driving the build's mhac.
 package_python = os.path.join(config.mhac_obj_root, "python", "bin", "python")

@@ -21,10 +21,32 @@
 
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <string>
+
+#include <link.h>
 
 using namespace mhac;
 using namespace mhac::halide;
+
+/// The folder of the libHalide.so this process loaded: Halide's autoscheduler plugins lie
+/// beside it, in the SDK and in an installation (lib/mhac-halide), so no path is compiled in
+/// and an installed tree works wherever it is moved.
+static std::string halideLibraryFolder() {
+  std::string folder;
+  dl_iterate_phdr(
+      [](dl_phdr_info *info, size_t, void *data) {
+        const char *name = info->dlpi_name;
+        const char *slash = name ? std::strrchr(name, '/') : nullptr;
+        if (!slash || std::strcmp(slash, "/libHalide.so") != 0)
+          return 0;
+        static_cast<std::string *>(data)->assign(name, slash);
+        return 1;
+      },
+      &folder);
+  return folder;
+}
 
 int main(int argc, char **argv) {
   std::string error;
@@ -44,9 +66,7 @@ int main(int argc, char **argv) {
       std::string name(autoschedulerName(schedule.autoscheduler)), lower = name;
       for (char &ch : lower)
         ch = static_cast<char>(std::tolower(ch));
-      // The plugins lie beside libHalide.so (CMake passes their folder).
-      Halide::load_plugin(std::string(MHAC_HALIDE_PLUGIN_DIR) + "/libautoschedule_" + lower +
-                          ".so");
+      Halide::load_plugin(halideLibraryFolder() + "/libautoschedule_" + lower + ".so");
       Halide::AutoschedulerParams params(name);
       pipeline.run.apply_autoscheduler(target, params);
     }
