@@ -214,6 +214,34 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
   ];
 }
 
+def ConvertMhaHeadsToLoops : Pass<"convert-mha-heads-to-loops", "mlir::func::FuncOp"> {
+  let summary = "Lower mha.rms_norm, mha.rope and mha.cache_write to one pass over their rows";
+  let description = [{
+    A decoder layer's q and k projections are normalized (`mha.rms_norm`) and rotated
+    (`mha.rope`), and its new keys and values written into the caches (`mha.cache_write`).
+    Each chain of these ops from a projection becomes one parallel loop over the projection's
+    rows (batch x position): a row's rotation table (cos and sin of its position times each
+    frequency, with the attention factor) is computed once, in float64 with the angle reduced
+    by a three-part pi/2, for all its heads; each head is read once, normalized and rotated in
+    vectors of up to `vector-lanes` lanes (a rotation pairs features within a vector, or two
+    vectors `dim / 2` apart), and stored once: into the chain's result, or, where the chain
+    ends in a cache write, straight into the new tokens' rows of the cache, rounded to its
+    type. No sin or cos is evaluated per head or per element, and no intermediate is written.
+  }];
+  let options = [
+    Option<"vectorLanes", "vector-lanes", "int64_t", /*default=*/"16",
+           "f32 lanes of one vector register of the target">,
+  ];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::bufferization::BufferizationDialect",
+    "mlir::math::MathDialect",
+    "mlir::memref::MemRefDialect",
+    "mlir::scf::SCFDialect",
+    "mlir::vector::VectorDialect",
+  ];
+}
+
 def LayerResultsToOutArguments
     : Pass<"mhac-layer-results-to-out-arguments", "mlir::ModuleOp"> {
   let summary = "Make layer functions write their result into a caller-owned buffer";

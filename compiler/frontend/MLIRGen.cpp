@@ -42,6 +42,10 @@ private:
   /// named `resultName`, or `prefix`.
   Value project(StringRef prefix, Value input, StringRef resultName = {});
 
+  /// `t` (the q or k projection of `heads` heads) as attention reads it: RMS-normalized with
+  /// the weight `normWeight` (qk_norm), then rotated (rope), at the rows' positions.
+  Value prepareHeads(Value t, int64_t heads, StringRef normWeight, StringRef name);
+
   OpBuilder &builder_;
   const LayerSpec &spec_;
   Location loc_;
@@ -56,8 +60,10 @@ void LayerBuilder::addArguments(const LayerABI &abi) {
       continue;
     SmallVector<int64_t> shape = llvm::map_to_vector(tensor.shape, toDim);
     Type element = tensor.isInt32 ? builder_.getI32Type() : elementType_;
-    arguments_[tensor.name] =
-        entry_->addArgument(RankedTensorType::get(shape, element), named(tensor.name));
+    // Caches are memory the call writes in place; every other argument is a value.
+    Type type = tensor.isCache ? Type(MemRefType::get(shape, element))
+                               : Type(RankedTensorType::get(shape, element));
+    arguments_[tensor.name] = entry_->addArgument(type, named(tensor.name));
   }
 }
 
@@ -72,6 +78,53 @@ Value LayerBuilder::project(StringRef prefix, Value input, StringRef resultName)
                                resultType, input, weight, bias);
 }
 
+Value LayerBuilder::prepareHeads(Value t, int64_t heads, StringRef normWeight, StringRef name) {
+  auto i64 = [&](int64_t value) { return builder_.getI64IntegerAttr(value); };
+  auto f64 = [&](double value) { return builder_.getF64FloatAttr(value); };
+  if (spec_.qkNorm)
+    t = mha::RmsNormOp::create(builder_, named((name + "_normed").str()), t.getType(), t,
+                               argument(normWeight), i64(heads), i64(spec_.headDim),
+                               f64(spec_.qkNormEps));
+  const RopeSpec &rope = spec_.rope;
+  if (!rope.enabled())
+    return t;
+  auto op = mha::RopeOp::create(
+      builder_, named((name + "_rotated").str()), t.getType(), t, argument("cache_len"),
+      i64(heads), i64(spec_.headDim),
+      mha::RopeKindAttr::get(builder_.getContext(), rope.kind == RopeKind::Half
+                                                          ? mha::RopeKind::half
+                                                          : mha::RopeKind::interleaved),
+      i64(rope.dim), f64(rope.base), mha::RopeScalingAttr(), FloatAttr(), FloatAttr(),
+      FloatAttr(), IntegerAttr(), FloatAttr(), FloatAttr(), BoolAttr(), FloatAttr());
+  MLIRContext *context = builder_.getContext();
+  switch (rope.scaling) {
+  case RopeScaling::None:
+    return op;
+  case RopeScaling::Linear:
+    op.setScaling(mha::RopeScaling::linear);
+    op.setFactorAttr(f64(rope.factor));
+    return op;
+  case RopeScaling::Llama3:
+    op.setScaling(mha::RopeScaling::llama3);
+    op.setFactorAttr(f64(rope.factor));
+    op.setLowFreqFactorAttr(f64(rope.lowFreqFactor));
+    op.setHighFreqFactorAttr(f64(rope.highFreqFactor));
+    op.setOriginalMaxAttr(i64(rope.originalMax));
+    return op;
+  case RopeScaling::Yarn:
+    op.setScaling(mha::RopeScaling::yarn);
+    op.setFactorAttr(f64(rope.factor));
+    op.setOriginalMaxAttr(i64(rope.originalMax));
+    op.setBetaFastAttr(f64(rope.betaFast));
+    op.setBetaSlowAttr(f64(rope.betaSlow));
+    op.setTruncateAttr(BoolAttr::get(context, rope.truncate));
+    if (rope.attentionFactor > 0)
+      op.setAttentionFactorAttr(f64(rope.attentionFactor));
+    return op;
+  }
+  return op;
+}
+
 func::FuncOp LayerBuilder::build() {
   MLIRContext *context = builder_.getContext();
   elementType_ = spec_.dtype == DType::BF16 ? Type(BFloat16Type::get(context))
@@ -84,15 +137,27 @@ func::FuncOp LayerBuilder::build() {
 
   Value x = argument("x");
   Value memory = spec_.cross ? argument("memory") : x;
-  Value q = project("q", x);
-  Value k = project("k", memory);
+  Value q = prepareHeads(project("q", x), spec_.heads, "q_norm", "q");
+  Value k = prepareHeads(project("k", memory), spec_.kvHeads, "k_norm", "k");
   Value v = project("v", memory);
+  Value keys = k, values = v;
+  if (spec_.kvCache) {
+    // The new tokens' keys and values join the caches, which attention then reads.
+    Value cacheLen = argument("cache_len");
+    mha::CacheWriteOp::create(builder_, loc_, k, argument("k_cache"), cacheLen);
+    mha::CacheWriteOp::create(builder_, loc_, v, argument("v_cache"), cacheLen);
+    keys = argument("k_cache");
+    values = argument("v_cache");
+  }
   Value attention = mha::AttentionOp::create(
-      builder_, named("attention"), q.getType(), q, k, v, argument("kv_lens"),
-      builder_.getI64IntegerAttr(spec_.heads), builder_.getI64IntegerAttr(spec_.kvHeads),
-      builder_.getI64IntegerAttr(spec_.headDim),
+      builder_, named("attention"), q.getType(), q, keys, values, argument("kv_lens"),
+      argument("cache_len"), argument("sinks"), builder_.getI64IntegerAttr(spec_.heads),
+      builder_.getI64IntegerAttr(spec_.kvHeads), builder_.getI64IntegerAttr(spec_.headDim),
       builder_.getF32FloatAttr(static_cast<float>(spec_.scale)),
-      spec_.causal ? builder_.getUnitAttr() : UnitAttr());
+      spec_.causal ? builder_.getUnitAttr() : UnitAttr(),
+      spec_.window ? builder_.getI64IntegerAttr(spec_.window) : IntegerAttr(),
+      spec_.softcap > 0 ? builder_.getF32FloatAttr(static_cast<float>(spec_.softcap))
+                        : FloatAttr());
   Value out = project("o", attention, "out");
   func::ReturnOp::create(builder_, loc_, out);
 

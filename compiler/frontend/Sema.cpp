@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <map>
+#include <vector>
 
 namespace mhac {
 namespace {
@@ -21,12 +23,16 @@ enum class ValueRule {
   SizeOrDynamic, ///< a positive integer or `?`
   Boolean,       ///< `true` or `false`
   DataType,      ///< `f32` or `bf16`
-  Scale,         ///< a positive finite number
+  Scale,         ///< a positive number, finite once rounded to f32
+  Number,        ///< a positive finite number
+  Choice,        ///< one of the identifiers KeyRule::choices
 };
 
 struct KeyRule {
   std::string_view name;
   ValueRule rule;
+  /// For ValueRule::Choice: the identifiers it takes, the default first.
+  std::initializer_list<std::string_view> choices = {};
 };
 
 /// Every key of the language (docs/language.md).
@@ -38,7 +44,44 @@ constexpr KeyRule kKeyRules[] = {
     {"kv_dim", ValueRule::Size},       {"causal", ValueRule::Boolean},
     {"kv_lens", ValueRule::Boolean},   {"bias", ValueRule::Boolean},
     {"dtype", ValueRule::DataType},    {"scale", ValueRule::Scale},
+    // Decoder layers (docs/language.md, "Decoder layers").
+    {"rope", ValueRule::Choice, {"none", "half", "interleaved"}},
+    {"rope_base", ValueRule::Number},
+    {"rope_dim", ValueRule::Size},
+    {"rope_scaling", ValueRule::Choice, {"none", "linear", "llama3", "yarn"}},
+    {"rope_factor", ValueRule::Number},
+    {"rope_low_freq_factor", ValueRule::Number},
+    {"rope_high_freq_factor", ValueRule::Number},
+    {"rope_original_max", ValueRule::Size},
+    {"rope_beta_fast", ValueRule::Number},
+    {"rope_beta_slow", ValueRule::Number},
+    {"rope_truncate", ValueRule::Boolean},
+    {"rope_attention_factor", ValueRule::Number},
+    {"kv_cache", ValueRule::Size},
+    {"window", ValueRule::Size},
+    {"softcap", ValueRule::Number},
+    {"qk_norm", ValueRule::Choice, {"none", "rms"}},
+    {"qk_norm_eps", ValueRule::Number},
+    {"sinks", ValueRule::Boolean},
 };
+
+/// The parameters of each rope_scaling, and whether each must be written.
+struct ScalingParameter {
+  std::string_view key;
+  bool required;
+};
+constexpr ScalingParameter kLinearParameters[] = {{"rope_factor", true}};
+constexpr ScalingParameter kLlama3Parameters[] = {{"rope_factor", true},
+                                                  {"rope_low_freq_factor", true},
+                                                  {"rope_high_freq_factor", true},
+                                                  {"rope_original_max", true}};
+constexpr ScalingParameter kYarnParameters[] = {
+    {"rope_factor", true},     {"rope_original_max", true},     {"rope_beta_fast", false},
+    {"rope_beta_slow", false}, {"rope_truncate", false}, {"rope_attention_factor", false}};
+/// Every key that is a parameter of some rope_scaling.
+constexpr std::string_view kScalingKeys[] = {
+    "rope_factor",    "rope_low_freq_factor", "rope_high_freq_factor", "rope_original_max",
+    "rope_beta_fast", "rope_beta_slow",       "rope_truncate",         "rope_attention_factor"};
 
 /// Identifiers a layer may not be named, since the name becomes a C function: the keywords of
 /// C11 and C23.
@@ -120,9 +163,23 @@ std::string_view ruleExpectation(ValueRule rule) {
   case ValueRule::DataType:
     return "f32 or bf16";
   case ValueRule::Scale:
+  case ValueRule::Number:
     return "a positive number";
+  case ValueRule::Choice:
+    return "a name";
   }
   return "a value";
+}
+
+/// The identifiers a choice takes, for messages: "none, half or interleaved".
+std::string choiceList(const KeyRule &rule) {
+  std::string list;
+  size_t i = 0, count = rule.choices.size();
+  for (std::string_view choice : rule.choices) {
+    list += (i == 0 ? "" : i + 1 == count ? " or " : ", ") + std::string(choice);
+    ++i;
+  }
+  return list;
 }
 
 /// Checks one layer. Values that passed their own checks are kept in `valid_`, so that the
@@ -135,7 +192,14 @@ public:
 
 private:
   void checkEntry(const EntryAST &entry);
-  bool checkValue(const EntryAST &entry, ValueRule rule);
+  bool checkValue(const EntryAST &entry, const KeyRule &rule);
+  /// The checks of the decoder keys (rope, kv_cache, window, softcap, qk_norm, sinks), which
+  /// fill spec's fields of them.
+  void checkDecoderKeys(LayerSpec &spec);
+  void checkRope(LayerSpec &spec);
+  /// An error at `key`'s entry (its key) when it was written: `message` says why it does not
+  /// apply here.
+  void refuseKey(std::string_view key, const std::string &message);
   void checkName();
   void checkRequired(std::string_view key, std::string_view why = "");
   /// Warns when a causal cross-attention layer has rows that see no key (S > Skv).
@@ -160,6 +224,17 @@ private:
   bool boolean(std::string_view key, bool fallback) const {
     const EntryAST *entry = valid(key);
     return entry ? entry->value.boolean : fallback;
+  }
+  double number(std::string_view key, double fallback) const {
+    const EntryAST *entry = valid(key);
+    if (!entry)
+      return fallback;
+    return entry->value.kind == ValueAST::Kind::Integer ? static_cast<double>(entry->value.integer)
+                                                        : entry->value.decimal;
+  }
+  std::string_view choice(std::string_view key, std::string_view fallback) const {
+    const EntryAST *entry = valid(key);
+    return entry ? std::string_view(entry->value.spelling) : fallback;
   }
   void error(SourceLocation loc, const std::string &message, size_t length = 1) {
     diags_.error(loc, message, length);
@@ -187,11 +262,14 @@ void LayerChecker::checkName() {
           name.size());
 }
 
-bool LayerChecker::checkValue(const EntryAST &entry, ValueRule rule) {
+bool LayerChecker::checkValue(const EntryAST &entry, const KeyRule &keyRule) {
   const ValueAST &value = entry.value;
+  ValueRule rule = keyRule.rule;
   auto wrongType = [&] {
-    std::string message = fmt::format("'{}' expects {}, found {}", entry.key, ruleExpectation(rule),
-                                      describeValue(value));
+    std::string expected =
+        rule == ValueRule::Choice ? choiceList(keyRule) : std::string(ruleExpectation(rule));
+    std::string message =
+        fmt::format("'{}' expects {}, found {}", entry.key, expected, describeValue(value));
     if (value.kind == ValueAST::Kind::Dynamic)
       message += "; only batch, seq and kv_seq may be given at run time";
     error(value.loc, message, value.spelling.size());
@@ -246,6 +324,31 @@ bool LayerChecker::checkValue(const EntryAST &entry, ValueRule rule) {
     }
     return true;
   }
+  case ValueRule::Number: {
+    if (value.kind != ValueAST::Kind::Integer && value.kind != ValueAST::Kind::Decimal)
+      return wrongType();
+    double number =
+        value.kind == ValueAST::Kind::Integer ? static_cast<double>(value.integer) : value.decimal;
+    if (!(number > 0) || !std::isfinite(number)) {
+      error(value.loc,
+            fmt::format("'{}' must be a positive number, found {}", entry.key, value.spelling),
+            value.spelling.size());
+      return false;
+    }
+    return true;
+  }
+  case ValueRule::Choice: {
+    if (value.kind != ValueAST::Kind::Identifier)
+      return wrongType();
+    for (std::string_view choice : keyRule.choices)
+      if (value.spelling == choice)
+        return true;
+    error(value.loc,
+          fmt::format("unknown {} '{}'; expected {}", entry.key, quoteSource(value.spelling),
+                      choiceList(keyRule)),
+          value.spelling.size());
+    return false;
+  }
   }
   return false;
 }
@@ -268,7 +371,7 @@ void LayerChecker::checkEntry(const EntryAST &entry) {
     diags_.note(previous->second->keyLoc, "first given here", entry.key.size());
     return;
   }
-  if (checkValue(entry, rule->rule))
+  if (checkValue(entry, *rule))
     valid_.emplace(rule->name, &entry);
 }
 
@@ -356,10 +459,154 @@ std::optional<LayerSpec> LayerChecker::check() {
   else if (spec.headDim > 0)
     spec.scale = 1.0 / std::sqrt(static_cast<double>(spec.headDim));
 
+  checkDecoderKeys(spec);
+  for (const auto &[key, entry] : seen_)
+    spec.keyLocations.emplace(std::string(key), entry->keyLoc);
+
   warnAboutMaskedRows(spec);
   if (failed_)
     return std::nullopt;
   return spec;
+}
+
+void LayerChecker::refuseKey(std::string_view key, const std::string &message) {
+  if (const EntryAST *entry = given(key))
+    error(entry->keyLoc, message, entry->key.size());
+}
+
+void LayerChecker::checkDecoderKeys(LayerSpec &spec) {
+  checkRope(spec);
+
+  spec.kvCache = size("kv_cache", 0);
+  if (given("kv_cache")) {
+    if (spec.cross)
+      refuseKey("kv_cache", "kv_cache keeps the past keys and values of a self-attention layer; "
+                            "a cross-attention layer computes its keys from 'memory' on each "
+                            "call (remove kv_cache, or make the layer self-attention)");
+    refuseKey("kv_lens", "kv_lens cannot be combined with kv_cache: with a cache, each row's "
+                         "cache_len says which keys it sees (remove kv_lens)");
+    if (!spec.cross)
+      refuseKey("kv_seq", "kv_seq is implied by kv_cache: the keys are the cache's first "
+                          "cache_len + seq rows (remove kv_seq)");
+    // A cache's queries see the keys before them: causal is the default. A call's keys are
+    // the cache's first cache_len + seq rows, a count known when it runs.
+    spec.causal = boolean("causal", true);
+    if (!spec.cross)
+      spec.kvSeq = kDynamicSize;
+    if (const EntryAST *seq = valid("seq");
+        seq && spec.kvCache > 0 && spec.seq != kDynamicSize && spec.seq > spec.kvCache)
+      error(seq->value.loc,
+            fmt::format("seq ({}) is larger than kv_cache ({}): the new tokens of a call must "
+                        "fit in the cache",
+                        spec.seq, spec.kvCache),
+            seq->value.spelling.size());
+  }
+
+  spec.window = size("window", 0);
+  if (spec.cross)
+    refuseKey("window", "a sliding window compares the positions of queries and keys, which "
+                        "only self-attention has (remove window, or make the layer self-attention)");
+
+  spec.softcap = number("softcap", 0);
+
+  spec.qkNorm = choice("qk_norm", "none") == "rms";
+  spec.qkNormEps = number("qk_norm_eps", 1e-6);
+  if (!spec.qkNorm)
+    refuseKey("qk_norm_eps", "'qk_norm_eps' is the epsilon of qk_norm = rms, which this layer "
+                             "does not have");
+
+  spec.sinks = boolean("sinks", false);
+}
+
+void LayerChecker::checkRope(LayerSpec &spec) {
+  RopeSpec &rope = spec.rope;
+  std::string_view kind = choice("rope", "none");
+  rope.kind = kind == "half" ? RopeKind::Half
+              : kind == "interleaved" ? RopeKind::Interleaved
+                                      : RopeKind::None;
+  if (given("rope") && !valid("rope"))
+    return; // its value is reported; the keys that depend on it are not checked
+  if (!rope.enabled()) {
+    std::vector<std::string_view> keys = {"rope_base", "rope_dim", "rope_scaling"};
+    keys.insert(keys.end(), std::begin(kScalingKeys), std::end(kScalingKeys));
+    for (std::string_view key : keys)
+      refuseKey(key, fmt::format("'{}' configures rotary embeddings, which this layer does not "
+                                 "have; set rope = half or rope = interleaved",
+                                 key));
+    return;
+  }
+  if (spec.cross) {
+    refuseKey("rope", "rotary embeddings turn queries and keys by their positions, which only "
+                      "self-attention has (remove rope, or make the layer self-attention)");
+    return;
+  }
+  rope.base = number("rope_base", 10000);
+  rope.dim = size("rope_dim", spec.headDim);
+  if (const EntryAST *dim = valid("rope_dim"); dim && spec.headDim > 0) {
+    if (rope.dim % 2 != 0)
+      error(dim->value.loc,
+            fmt::format("rope_dim ({}) must be even: a rotary embedding turns pairs of features",
+                        rope.dim),
+            dim->value.spelling.size());
+    else if (rope.dim > spec.headDim)
+      error(dim->value.loc,
+            fmt::format("rope_dim ({}) is larger than head_dim ({}): the rotated features are "
+                        "the first rope_dim of each head",
+                        rope.dim, spec.headDim),
+            dim->value.spelling.size());
+  } else if (!dim && spec.headDim % 2 != 0) {
+    error(layer_.nameLoc,
+          fmt::format("layer '{}' has rope and an odd head_dim ({}); set rope_dim to an even "
+                      "number of features to rotate",
+                      layer_.name, spec.headDim),
+          layer_.name.size());
+  }
+
+  std::string_view scaling = choice("rope_scaling", "none");
+  rope.scaling = scaling == "linear"   ? RopeScaling::Linear
+                 : scaling == "llama3" ? RopeScaling::Llama3
+                 : scaling == "yarn"   ? RopeScaling::Yarn
+                                       : RopeScaling::None;
+  std::vector<ScalingParameter> parameters;
+  if (rope.scaling == RopeScaling::Linear)
+    parameters.assign(std::begin(kLinearParameters), std::end(kLinearParameters));
+  else if (rope.scaling == RopeScaling::Llama3)
+    parameters.assign(std::begin(kLlama3Parameters), std::end(kLlama3Parameters));
+  else if (rope.scaling == RopeScaling::Yarn)
+    parameters.assign(std::begin(kYarnParameters), std::end(kYarnParameters));
+  for (std::string_view key : kScalingKeys) {
+    auto parameter = std::find_if(parameters.begin(), parameters.end(),
+                                  [&](const ScalingParameter &p) { return p.key == key; });
+    if (parameter == parameters.end())
+      refuseKey(key, rope.scaling == RopeScaling::None
+                         ? fmt::format("'{}' is a parameter of a rope_scaling, and this layer "
+                                       "has none; set rope_scaling = linear, llama3 or yarn",
+                                       key)
+                         : fmt::format("'{}' is not a parameter of rope_scaling = {}", key,
+                                       scaling));
+    else if (parameter->required && !given(key))
+      if (const EntryAST *entry = valid("rope_scaling"))
+        error(entry->value.loc,
+              fmt::format("rope_scaling = {} needs '{}'", scaling, key), entry->value.spelling.size());
+  }
+  rope.factor = number("rope_factor", 0);
+  rope.lowFreqFactor = number("rope_low_freq_factor", 0);
+  rope.highFreqFactor = number("rope_high_freq_factor", 0);
+  rope.originalMax = size("rope_original_max", 0);
+  if (rope.scaling == RopeScaling::Yarn) {
+    rope.betaFast = number("rope_beta_fast", 32);
+    rope.betaSlow = number("rope_beta_slow", 1);
+    rope.truncate = boolean("rope_truncate", true);
+    rope.attentionFactor = number("rope_attention_factor", 0);
+  }
+  if (const EntryAST *high = valid("rope_high_freq_factor");
+      high && rope.scaling == RopeScaling::Llama3 && valid("rope_low_freq_factor") &&
+      !(rope.highFreqFactor > rope.lowFreqFactor))
+    error(high->value.loc,
+          fmt::format("rope_high_freq_factor ({}) must be larger than rope_low_freq_factor ({}): "
+                      "llama3 scaling blends the frequencies between the two",
+                      high->value.spelling, valid("rope_low_freq_factor")->value.spelling),
+          high->value.spelling.size());
 }
 
 void LayerChecker::warnAboutMaskedRows(const LayerSpec &spec) {

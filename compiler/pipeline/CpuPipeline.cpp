@@ -110,6 +110,7 @@ LogicalResult lowerMhaToLinalg(ModuleOp module, const LayerSchedules &schedules,
     return failure();
   return runOnEachFunction(module, schedules, setup, [&](OpPassManager &pm, const Schedule &s) {
     const AttentionSchedule &a = s.attention;
+    pm.addPass(createConvertMhaHeadsToLoops(ConvertMhaHeadsToLoopsOptions{target.lanes()}));
     pm.addPass(createConvertMhaAttentionToLoops(ConvertMhaAttentionToLoopsOptions{
         a.queryBlock, a.groupedQueryBlock, a.longKeys, a.longBlockGrowth, a.keyBlock, target.lanes(), a.scoreTileKeys,
         a.scoreTileVectors, a.valueTileRows, a.valueTileVectors,

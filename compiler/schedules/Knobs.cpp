@@ -811,6 +811,17 @@ std::vector<Constraint> cpuConstraints() {
                             c.layer->dtype == DType::BF16 ? "bf16" : "f32",
                             knob(KnobId::Bf16Compute).choices[static_cast<size_t>(s.bf16Compute)]);
        }},
+      {{KnobId::AttentionCompute},
+       true,
+       [](const Schedule &s, const KnobContext &c) {
+         return s.attention.compute == AttentionCompute::F32 || !c.layer->kvCache;
+       },
+       [](const Schedule &s, const KnobContext &c) {
+         return fmt::format("attention_compute = {} lays out a call's keys and values for its "
+                            "bf16 products; layer '{}' reads them from its KV cache, which "
+                            "attention's f32 products do (attention_compute = f32)",
+                            attentionComputeName(s), c.layer->name);
+       }},
       {{KnobId::AttentionCompute, KnobId::AttentionKeyBlock, KnobId::AttentionQueryBlock,
         KnobId::AttentionGroupedQueryBlock, KnobId::AttentionLongKeys,
         KnobId::AttentionLongBlockGrowth},

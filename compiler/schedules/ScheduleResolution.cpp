@@ -348,6 +348,10 @@ int64_t preferredValue(KnobId id, int64_t value, const LayerSpec &layer, const C
   // layer's probabilities tolerate, and attention keeps its f32 products unless asked.
   if (id == KnobId::AttentionCompute && layer.scale > 1)
     return static_cast<int64_t>(AttentionCompute::F32);
+  // A layer with a KV cache reads its keys and values from the cache, which only the f32
+  // products do (the bf16 ones lay a call's out first).
+  if (id == KnobId::AttentionCompute && layer.kvCache)
+    return static_cast<int64_t>(AttentionCompute::F32);
   // bf16 products cost a head a fixed layout (its values transposed, its queries and
   // accumulators transposed in and out of pairs) that few products do not repay: where every
   // call's keys fit one tile of 16, or its query rows per key/value head do (a decoding step's

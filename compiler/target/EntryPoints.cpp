@@ -28,6 +28,7 @@ enum Status : int32_t {
   kNullPointer = MHAC_ERROR_NULL_POINTER,
   kBadSize = MHAC_ERROR_BAD_SIZE,
   kBadKvLens = MHAC_ERROR_BAD_KV_LENS,
+  kBadCacheLen = MHAC_ERROR_BAD_CACHE_LEN,
   kOutOfMemory = MHAC_ERROR_OUT_OF_MEMORY,
   kInvalidArgument = MHAC_ERROR_INVALID_ARGUMENT,
 };
@@ -59,6 +60,29 @@ constexpr size_t kLayerFieldOffsets[] = {
     offsetof(mhac_layer, cpu_features),
     offsetof(mhac_layer, schedule),
     offsetof(mhac_layer, device),
+    offsetof(mhac_layer, rope),
+    offsetof(mhac_layer, kv_cache),
+    offsetof(mhac_layer, window),
+    offsetof(mhac_layer, softcap),
+    offsetof(mhac_layer, qk_norm),
+    offsetof(mhac_layer, qk_norm_eps),
+    offsetof(mhac_layer, sinks),
+};
+
+/// The same for the fields of mhac_rope, nested in mhac_layer.
+constexpr size_t kRopeFieldOffsets[] = {
+    offsetof(mhac_rope, kind),
+    offsetof(mhac_rope, scaling),
+    offsetof(mhac_rope, dim),
+    offsetof(mhac_rope, original_max),
+    offsetof(mhac_rope, base),
+    offsetof(mhac_rope, factor),
+    offsetof(mhac_rope, low_freq_factor),
+    offsetof(mhac_rope, high_freq_factor),
+    offsetof(mhac_rope, beta_fast),
+    offsetof(mhac_rope, beta_slow),
+    offsetof(mhac_rope, attention_factor),
+    offsetof(mhac_rope, truncate),
 };
 
 /// Halide's error code for a failed allocation (halide_error_code_out_of_memory in Halide's
@@ -96,6 +120,8 @@ private:
   /// Emits the packed form of an entry point: tensors as an array, sizes as mhac_sizes.
   Function *buildPacked(EntryKind kind, Function *entry);
   Error buildMetadata(Function *runPacked, Function *preparePacked, Function *runPreparedPacked);
+  /// The layer's mhac_rope, of `type`.
+  Constant *ropeMetadata(StructType *type);
   /// A private constant C string `text`, named NAME.`what`.
   Constant *string(StringRef text, StringRef what);
   /// Appends the kernel arguments of a dense row-major tensor of shape `dims` at `pointer`,
@@ -333,14 +359,18 @@ Function *EntryPointBuilder::buildEntry(EntryKind kind) {
     }
 
     // kv_lens entries must lie in [0, Skv] (on a GPU, where the host cannot read them, the
-    // kernels clamp them).
+    // kernels clamp them); cache_len entries in [0, N - S], before anything is written.
     for (size_t i = 0; i < layer_.tensors.size(); ++i) {
       const TensorABI &tensor = layer_.tensors[i];
       if (!tensor.isInt32 || cuda())
         continue;
+      bool cacheLen = tensor.name == "cache_len";
       Value *batch = dimension(tensor, 0);
       const TensorABI &keys = layer_.tensors[layer_.cross ? 1 : 0];
-      Value *kvSeq = dimension(keys, 1);
+      // The largest entry: kv_seq for kv_lens, the room the cache leaves the new tokens for
+      // cache_len.
+      Value *kvSeq = cacheLen ? b.CreateSub(b.getInt64(layer_.kvCache), dimension(keys, 1))
+                              : dimension(keys, 1);
       BasicBlock *header = b.GetInsertBlock();
       BasicBlock *body = BasicBlock::Create(ctx_, "kv_lens.check", fn);
       BasicBlock *done = BasicBlock::Create(ctx_, "kv_lens.done", fn);
@@ -351,7 +381,7 @@ Function *EntryPointBuilder::buildEntry(EntryKind kind) {
       Value *len = b.CreateLoad(i32_, b.CreateGEP(i32_, tensorPointer[i], index));
       Value *len64 = b.CreateSExt(len, i64_);
       Value *bad = b.CreateOr(b.CreateICmpSLT(len64, b.getInt64(0)), b.CreateICmpSGT(len64, kvSeq));
-      returnIf(b, bad, kBadKvLens);
+      returnIf(b, bad, cacheLen ? kBadCacheLen : kBadKvLens);
       Value *nextIndex = b.CreateAdd(index, b.getInt64(1));
       index->addIncoming(nextIndex, b.GetInsertBlock());
       b.CreateCondBr(b.CreateICmpSLT(nextIndex, batch), body, done);
@@ -463,6 +493,24 @@ Function *EntryPointBuilder::buildPacked(EntryKind kind, Function *entry) {
   return packed;
 }
 
+Constant *EntryPointBuilder::ropeMetadata(StructType *type) {
+  const RopeSpec &rope = layer_.rope;
+  auto i32 = [&](int64_t value) { return ConstantInt::get(i32_, value); };
+  auto i64 = [&](int64_t value) { return ConstantInt::get(i64_, value); };
+  auto f64 = [&](double value) { return ConstantFP::get(Type::getDoubleTy(ctx_), value); };
+  static_assert(int(RopeKind::Half) == MHAC_ROPE_HALF &&
+                    int(RopeKind::Interleaved) == MHAC_ROPE_INTERLEAVED &&
+                    int(RopeScaling::Yarn) == MHAC_ROPE_SCALING_YARN,
+                "the rope enums of LayerSpec and mhac/runtime.h must agree");
+  if (!rope.enabled())
+    return ConstantAggregateZero::get(type);
+  Constant *fields[] = {i32(int(rope.kind)),     i32(int(rope.scaling)), i64(rope.dim),
+                        i64(rope.originalMax),   f64(rope.base),         f64(rope.factor),
+                        f64(rope.lowFreqFactor), f64(rope.highFreqFactor), f64(rope.betaFast),
+                        f64(rope.betaSlow),      f64(rope.attentionFactor), i32(rope.truncate)};
+  return ConstantStruct::get(type, fields);
+}
+
 Constant *EntryPointBuilder::string(StringRef text, StringRef what) {
   Constant *value = ConstantDataArray::getString(ctx_, text);
   return new GlobalVariable(module_, value->getType(), /*isConstant=*/true,
@@ -473,9 +521,21 @@ Error EntryPointBuilder::buildMetadata(Function *runPacked, Function *preparePac
                                        Function *runPreparedPacked) {
   // Field for field, the struct mhac_layer of mhac/runtime.h (natural C layout).
   Type *f32 = Type::getFloatTy(ctx_);
-  StructType *layerType = StructType::get(ctx_, {i32_, ptr_, i32_, i64_, i64_, i64_, i64_, i64_,
-                                                 i64_, i64_, i64_, i32_, i32_, i32_, i32_, f32,
-                                                 i32_, ptr_, i64_, ptr_, ptr_, ptr_, ptr_, ptr_});
+  Type *f64 = Type::getDoubleTy(ctx_);
+  StructType *ropeType = StructType::get(ctx_, {i32_, i32_, i64_, i64_, f64, f64, f64, f64, f64, f64,
+                                                f64, i32_});
+  StructType *layerType = StructType::get(
+      ctx_, {i32_, ptr_, i32_, i64_, i64_, i64_, i64_, i64_, i64_, i64_, i64_, i32_, i32_, i32_,
+             i32_, f32,  i32_, ptr_, i64_, ptr_, ptr_, ptr_, ptr_, ptr_, ropeType, i64_, i64_, f64,
+             i32_, f64,  i32_});
+  const StructLayout *ropeLayout = module_.getDataLayout().getStructLayout(ropeType);
+  for (auto [field, offset] : llvm::enumerate(kRopeFieldOffsets))
+    if (ropeType->getNumElements() != std::size(kRopeFieldOffsets) ||
+        ropeLayout->getElementOffset(field) != offset)
+      return createStringError(inconvertibleErrorCode(),
+                               "internal error: mhac_rope of mhac/runtime.h and the generated "
+                               "metadata differ at field %zu",
+                               field);
   const StructLayout *layout = module_.getDataLayout().getStructLayout(layerType);
   if (layerType->getNumElements() != std::size(kLayerFieldOffsets))
     return createStringError(inconvertibleErrorCode(),
@@ -516,6 +576,13 @@ Error EntryPointBuilder::buildMetadata(Function *runPacked, Function *preparePac
       cpuFeatures_,
       string(layer_.schedule, "schedule"),
       layer_.device.empty() ? ConstantPointerNull::get(ptr_) : string(layer_.device, "device"),
+      ropeMetadata(ropeType),
+      ConstantInt::get(i64_, layer_.kvCache),
+      ConstantInt::get(i64_, layer_.window),
+      ConstantFP::get(f64, layer_.softcap),
+      flag(layer_.qkNorm),
+      ConstantFP::get(f64, layer_.qkNorm ? layer_.qkNormEps : 0.0),
+      flag(layer_.sinks),
   };
   metadata_ =
       new GlobalVariable(module_, layerType, /*isConstant=*/true, GlobalValue::InternalLinkage,

@@ -55,12 +55,50 @@ std::string describeTensor(const std::string &name) {
     return "valid keys per batch entry, each in [0, kv_seq]";
   if (name == "out")
     return "output, written by the call";
+  if (name == "q_norm" || name == "k_norm")
+    return fmt::format("qk_norm's weight of each {} head", name[0] == 'q' ? "query" : "key");
+  if (name == "sinks")
+    return "each query head's sink logit";
+  if (name == "k_cache" || name == "v_cache")
+    return fmt::format("the {} of past tokens; the call writes its tokens' rows", 
+                       name[0] == 'k' ? "keys (normalized, rotated)" : "values");
+  if (name == "cache_len")
+    return "tokens cached per batch entry; 0 <= cache_len[b] <= kv_cache - seq";
   const char *projection = name.size() == 2 && name[1] == 'q'   ? "query"
                            : name.size() == 2 && name[1] == 'k' ? "key"
                            : name.size() == 2 && name[1] == 'v' ? "value"
                                                                 : "output";
   return fmt::format("{} projection {}", projection,
                      name[0] == 'w' ? "weight, PyTorch's [out, in] layout" : "bias");
+}
+
+/// The decoder keys of `layer` and, with a cache, where its tokens are.
+void emitDecoderKeys(std::string &out, const LayerABI &layer) {
+  const RopeSpec &rope = layer.rope;
+  if (rope.enabled()) {
+    const char *scalings[] = {"", ", linear scaling", ", llama3 scaling", ", yarn scaling"};
+    out += fmt::format(" *   rotary embedding of q and k: {}, the first {} features of each head, "
+                       "base {}{}\n",
+                       rope.kind == RopeKind::Half ? "half (rotate_half)" : "interleaved",
+                       rope.dim, rope.base, scalings[static_cast<int>(rope.scaling)]);
+  }
+  if (layer.qkNorm)
+    out += fmt::format(" *   q and k heads RMS-normalized (eps {}) before the rotation\n",
+                       layer.qkNormEps);
+  if (layer.window)
+    out += fmt::format(" *   sliding window: a query at position p sees keys j > p - {}\n",
+                       layer.window);
+  if (layer.softcap > 0)
+    out += fmt::format(" *   scores capped: s becomes {0} * tanh(s / {0})\n", layer.softcap);
+  if (layer.sinks)
+    out += " *   a sink logit per query head joins each softmax's denominator\n";
+  if (layer.kvCache)
+    out += fmt::format(
+        " *   KV cache of {0} positions: row b's new tokens have positions cache_len[b] + i,\n"
+        " *   their keys and values are written into k_cache and v_cache there (no other row is\n"
+        " *   written), and they attend over positions 0 .. cache_len[b] + seq - 1. The call\n"
+        " *   does not change cache_len: add seq to it for the next call.\n",
+        layer.kvCache);
 }
 
 std::string formatSize(int64_t size) {
@@ -100,7 +138,7 @@ void emitPrepared(std::string &out, const LayerABI &layer, const std::vector<std
         continue;
       }
       const TensorABI &tensor = layer.tensors[pointer];
-      params.push_back(fmt::format("{}{} *{}", tensor.isOutput ? "" : "const ",
+      params.push_back(fmt::format("{}{} *{}", tensor.isOutput || tensor.isCache ? "" : "const ",
                                    tensor.isInt32 ? "int32_t" : element, tensor.name));
     }
     return params;
@@ -159,8 +197,10 @@ void emitLayer(std::string &out, const LayerABI &layer) {
   out += fmt::format(" *   batch {}, seq {}{}\n", formatSize(layer.batch), formatSize(layer.seq),
                      layer.cross ? fmt::format(", kv_seq {}", formatSize(layer.kvSeq)) : "");
   out += fmt::format(" *   {}{}{}, scale {}\n", layer.bias ? "biases" : "no biases",
-                     layer.causal ? ", causal (bottom-right aligned)" : "",
+                     layer.causal ? layer.kvCache ? ", causal" : ", causal (bottom-right aligned)"
+                                  : "",
                      layer.kvLens ? ", keys masked by kv_lens" : "", layer.scale);
+  emitDecoderKeys(out, layer);
   out += layer.device.empty() ? " *\n * Tensors, row-major and batch first:\n"
                               : " *\n * Tensors, in CUDA device memory, row-major and batch "
                                 "first:\n";
@@ -177,7 +217,12 @@ void emitLayer(std::string &out, const LayerABI &layer) {
       out += ",\n * MHAC_ERROR_BAD_SIZE for a size that is not in [1, 2147483647]";
     if (layer.kvLens)
       out += ",\n * MHAC_ERROR_BAD_KV_LENS for a kv_lens entry outside [0, kv_seq]";
-    out += ".\n * `out` must not overlap the other tensors. Calls share no state.\n */\n";
+    if (layer.kvCache)
+      out += ",\n * MHAC_ERROR_BAD_CACHE_LEN for a cache_len entry outside [0, kv_cache - seq]\n"
+             " * (checked before anything is written)";
+    out += ".\n * `out` must not overlap the other tensors. Calls share no state";
+    out += layer.kvCache ? " but the caches:\n * calls on one cache run one after the other.\n */\n"
+                         : ".\n */\n";
   } else {
     out += " *\n * The call queues the layer's kernels on `stream` (a CUstream; NULL: the default\n"
            " * stream) and returns, as a kernel launch does: synchronize with the stream before\n"
@@ -202,7 +247,7 @@ void emitLayer(std::string &out, const LayerABI &layer) {
   std::string indent(layer.cName().size() + 13, ' ');
   std::vector<std::string> params;
   for (const TensorABI &tensor : layer.tensors)
-    params.push_back(fmt::format("{}{} *{}", tensor.isOutput ? "" : "const ",
+    params.push_back(fmt::format("{}{} *{}", tensor.isOutput || tensor.isCache ? "" : "const ",
                                  tensor.isInt32 ? "int32_t" : element, tensor.name));
   std::vector<std::string> sizes;
   if (layer.batch == kDynamicSize)

@@ -9,7 +9,7 @@
 namespace mhac {
 
 bool LayerABI::hasDynamicSizes() const {
-  return batch == kDynamicSize || seq == kDynamicSize || kvSeq == kDynamicSize;
+  return batch == kDynamicSize || seq == kDynamicSize || (cross && kvSeq == kDynamicSize);
 }
 
 std::vector<int> entryPointers(const LayerABI &layer, EntryKind kind) {
@@ -86,6 +86,13 @@ LayerABI describeLayer(const LayerSpec &spec) {
   layer.kvLens = spec.kvLens;
   layer.bias = spec.bias;
   layer.scale = static_cast<float>(spec.scale);
+  layer.rope = spec.rope;
+  layer.kvCache = spec.kvCache;
+  layer.window = spec.window;
+  layer.softcap = spec.softcap;
+  layer.qkNorm = spec.qkNorm;
+  layer.qkNormEps = spec.qkNormEps;
+  layer.sinks = spec.sinks;
 
   int64_t queryWidth = spec.heads * spec.headDim;
   int64_t kvWidth = spec.kvHeads * spec.headDim;
@@ -98,8 +105,22 @@ LayerABI describeLayer(const LayerSpec &spec) {
   tensors.projection("v", kvWidth, spec.kvDim);
   // The output projection's weight follows the attention's inputs, in the order of the data flow.
   tensors.projection("o", spec.modelDim, queryWidth);
+  // The decoder layers' parameters follow the projections', so that all are one run of the
+  // arguments (the prepared block's place in NAME_run_prepared).
+  if (spec.qkNorm) {
+    tensors.add("q_norm", {spec.headDim}, {}).isParameter = true;
+    tensors.add("k_norm", {spec.headDim}, {}).isParameter = true;
+  }
+  if (spec.sinks)
+    tensors.add("sinks", {spec.heads}, {}).isParameter = true;
   if (spec.kvLens)
     tensors.add("kv_lens", {spec.batch}, {RuntimeSize::Batch}).isInt32 = true;
+  if (spec.kvCache) {
+    for (const char *name : {"k_cache", "v_cache"})
+      tensors.add(name, {spec.batch, spec.kvCache, spec.kvHeads, spec.headDim},
+                  {RuntimeSize::Batch}).isCache = true;
+    tensors.add("cache_len", {spec.batch}, {RuntimeSize::Batch}).isInt32 = true;
+  }
   tensors.activation("out", RuntimeSize::Seq, spec.seq, spec.modelDim);
   layer.tensors.back().isOutput = true;
   return layer;

@@ -26,8 +26,11 @@ struct TensorABI {
   std::string name;                   ///< x, memory, wq, bq, ..., kv_lens, out
   std::vector<int64_t> shape;         ///< kDynamicSize for run-time sizes
   std::vector<RuntimeSize> dynamicAs; ///< for each dimension, the size it takes at run time
-  bool isInt32 = false;               ///< kv_lens; every other tensor has the layer's dtype
+  bool isInt32 = false;               ///< kv_lens, cache_len; every other tensor has the layer's dtype
   bool isOutput = false;
+  /// k_cache or v_cache: caller-owned memory the call reads and writes in place (the new
+  /// tokens' rows), a memref argument of the layer function.
+  bool isCache = false;
   /// A weight or a bias: part of the prepared parameters (see NAME_prepare).
   bool isParameter = false;
   /// For a parameter: its shape in the prepared block (static), and its byte offset there.
@@ -50,6 +53,13 @@ struct LayerABI {
   int64_t batch = 0, seq = 0, kvSeq = 0; ///< kDynamicSize when given at run time
   bool cross = false, causal = false, kvLens = false, bias = false;
   float scale = 0;
+  // Decoder layers, as LayerSpec has them.
+  RopeSpec rope;
+  int64_t kvCache = 0, window = 0;
+  double softcap = 0;
+  bool qkNorm = false;
+  double qkNormEps = 0;
+  bool sinks = false;
   std::vector<TensorABI> tensors; ///< inputs and weights in argument order, then `out`
   /// Bytes of the block NAME_prepare fills: every parameter in its kernel's layout.
   int64_t preparedBytes = 0;
@@ -59,6 +69,7 @@ struct LayerABI {
   /// device memory, and its entry points take a stream.
   std::string device;
 
+  /// Whether the run functions take run-time sizes (batch, seq, a cross layer's kv_seq).
   bool hasDynamicSizes() const;
 };
 
@@ -75,7 +86,8 @@ constexpr int kPreparedBlock = -1;
 std::vector<int> entryPointers(const LayerABI &layer, EntryKind kind);
 
 /// The ABI of `spec`: its tensors in argument order (x, memory for cross-attention, then each
-/// projection's weight and bias for q, k, v and the output, kv_lens, and `out`). The prepared
+/// projection's weight and bias for q, k, v and the output, q_norm and k_norm, sinks, kv_lens,
+/// k_cache, v_cache and cache_len, and `out`). The prepared
 /// block's layout is left empty: it depends on the schedule (see LoweredLayer.h).
 LayerABI describeLayer(const LayerSpec &spec);
 

@@ -25,12 +25,18 @@ constexpr std::string_view kOutProjWeight = "out_proj.weight";
 constexpr std::string_view kOutProjBias = "out_proj.bias";
 constexpr std::array<std::string_view, 4> kPyTorchNames = {kInProjWeight, kInProjBias,
                                                            kOutProjWeight, kOutProjBias};
+constexpr std::array<std::string_view, 3> kDecoderNames = {"q_norm.weight", "k_norm.weight",
+                                                           "sinks"};
+/// Buffers of Hugging Face checkpoints that are not weights of the layer.
+constexpr std::array<std::string_view, 1> kSkippedNames = {"rotary_emb.inv_freq"};
 
 /// Every name either scheme knows, the candidates of "did you mean".
 std::vector<std::string_view> allKnownNames() {
   std::vector<std::string_view> names(kWeightNames.begin(), kWeightNames.end());
   names.insert(names.end(), kBiasNames.begin(), kBiasNames.end());
   names.insert(names.end(), kPyTorchNames.begin(), kPyTorchNames.end());
+  names.insert(names.end(), kDecoderNames.begin(), kDecoderNames.end());
+  names.insert(names.end(), kSkippedNames.begin(), kSkippedNames.end());
   return names;
 }
 
@@ -111,12 +117,18 @@ public:
           return Error{file_ + ": unexpected tensor " + quoteName(name) +
                        ": the layer has no biases (bias = false)"};
 
+    if (std::optional<Error> error = checkDecoderTensors())
+      return *error;
     LayerWeights weights;
+    if (!fetchDecoderTensors(weights))
+      return Error{error_};
     if (pytorch) {
       if (!fetchPyTorch(weights))
         return Error{error_};
       return weights;
     }
+    // Biases given for some projections only: the others are zeros.
+    bool someBias = firstPresent({kBiasNames[0], kBiasNames[1], kBiasNames[2], kBiasNames[3]});
     Projection *projections[4] = {&weights.q, &weights.k, &weights.v, &weights.o};
     const ProjectionShape *shapes[4] = {&expected_.q, &expected_.k, &expected_.v, &expected_.o};
     for (size_t i = 0; i < 4; ++i) {
@@ -126,12 +138,41 @@ public:
         return Error{error_};
       projections[i]->weight = std::move(*weight);
       if (expected_.hasBias) {
+        if (someBias && !tensors_.count(kBiasNames[i])) {
+          projections[i]->bias = HostTensor::makeF32(
+              {shapes[i]->outFeatures},
+              std::vector<float>(static_cast<size_t>(shapes[i]->outFeatures), 0.0f));
+          continue;
+        }
         projections[i]->bias = fetch(kBiasNames[i], {shapes[i]->outFeatures});
         if (!projections[i]->bias)
           return Error{error_};
       }
     }
     return weights;
+  }
+
+  /// The decoder tensors the file has and the layer does not take.
+  std::optional<Error> checkDecoderTensors() const {
+    for (std::string_view name : kDecoderNames) {
+      bool taken = name == "sinks" ? expected_.sinks > 0 : expected_.normWidth > 0;
+      if (!taken && tensors_.count(name))
+        return Error{file_ + ": unexpected tensor " + quoteName(name) + ": the layer has no " +
+                     (name == "sinks" ? "sinks (sinks = true)" : "qk_norm (qk_norm = rms)")};
+    }
+    return std::nullopt;
+  }
+
+  /// q_norm.weight, k_norm.weight and sinks, where the layer takes them.
+  bool fetchDecoderTensors(LayerWeights &weights) {
+    if (expected_.normWidth > 0) {
+      if (!(weights.qNorm = fetch("q_norm.weight", {expected_.normWidth})) ||
+          !(weights.kNorm = fetch("k_norm.weight", {expected_.normWidth})))
+        return false;
+    }
+    if (expected_.sinks > 0 && !(weights.sinks = fetch("sinks", {expected_.sinks})))
+      return false;
+    return true;
   }
 
 private:

@@ -34,6 +34,10 @@ struct WeightExpectation {
   bool hasBias = true;
   /// The layer's dtype. F32 layers take F32 weights; BF16 layers take BF16 or F32 weights.
   DType dtype = DType::F32;
+  /// Decoder layers: head_dim when the layer has qk_norm (q_norm.weight and k_norm.weight
+  /// [head_dim]), else 0; heads when it has sinks (sinks [heads]), else 0.
+  int64_t normWidth = 0;
+  int64_t sinks = 0;
 };
 
 /// One projection's tensors, always F32 (BF16 weights widened exactly, so that rounding them
@@ -45,6 +49,8 @@ struct Projection {
 
 struct LayerWeights {
   Projection q, k, v, o;
+  /// q_norm.weight, k_norm.weight and sinks, where the layer has them.
+  std::optional<HostTensor> qNorm, kNorm, sinks;
   /// True when the file used PyTorch's in_proj/out_proj names.
   bool fromPyTorchNames = false;
 };
@@ -52,6 +58,10 @@ struct LayerWeights {
 /// Picks and checks the weights of a layer from `tensors`, read from the file `fileName` (used in
 /// messages). Every tensor must be used: unknown names are errors, with a "did you mean" hint
 /// when a name is a near miss (`q_proj.weigth`) or carries a prefix (`attn.q_proj.weight`).
+/// Two exceptions for Hugging Face checkpoints: `rotary_emb.inv_freq`, a buffer some of them
+/// store, is no weight and is skipped (the layer computes its frequencies from its rope keys);
+/// and where some projections have biases and others none (Qwen2's o_proj), the missing ones
+/// are zeros.
 Expected<LayerWeights> resolveWeights(const TensorMap &tensors, const WeightExpectation &expected,
                                       std::string_view fileName);
 

@@ -28,6 +28,8 @@ Sizes resolveSizes(const LayerShape &shape) {
   sizes.B = shape.batch;
   sizes.S = shape.seq;
   sizes.Skv = shape.cross ? shape.kvSeq : shape.seq;
+  if (shape.kvCache)
+    sizes.Skv = shape.kvCache;
   sizes.D = shape.modelDim;
   sizes.kvDim = shape.cross ? shape.kvDim : shape.modelDim;
   sizes.H = shape.heads;
@@ -67,21 +69,66 @@ std::vector<double> linear(const T *x, int64_t rows, int64_t in, const float *w,
   return y;
 }
 
-/// Number of keys that query row `i` of batch `b` may attend to. Both masks of the definition
-/// keep a prefix of the keys (causal: j <= i + (Skv - S); kv_lens: j < kv_lens[b]), so the
-/// unmasked keys are exactly j in [0, end).
-int64_t unmaskedKeys(const Sizes &sizes, bool causal, const int32_t *kvLens, int64_t b, int64_t i) {
-  int64_t end = sizes.Skv;
-  if (kvLens)
-    end = std::clamp<int64_t>(kvLens[b], 0, sizes.Skv);
-  if (causal)
-    end = std::min(end, i + (sizes.Skv - sizes.S) + 1);
-  return std::max<int64_t>(end, 0);
+/// RMS-normalizes each of the `heads` heads of every row of t [rows, heads * Dh] over its Dh
+/// features, then multiplies by `weight` [Dh].
+void normalizeHeads(std::vector<double> &t, int64_t heads, int64_t headDim, const float *weight,
+                    double eps) {
+  for (size_t at = 0; at < t.size(); at += static_cast<size_t>(headDim)) {
+    double squares = 0.0;
+    for (int64_t d = 0; d < headDim; ++d)
+      squares += t[at + d] * t[at + d];
+    double inverse = 1.0 / std::sqrt(squares / static_cast<double>(headDim) + eps);
+    for (int64_t d = 0; d < headDim; ++d)
+      t[at + d] = t[at + d] * inverse * weight[d];
+  }
+}
+
+/// Rotates the first rope.dim features of one head (`head`, Dh values) to `position`.
+void rotateHead(const RopeParameters &rope, const RopeFrequencies &frequencies, double position,
+                double *head) {
+  int64_t half = rope.dim / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    double angle = position * frequencies.inverse[i];
+    double c = std::cos(angle) * frequencies.attentionFactor;
+    double s = std::sin(angle) * frequencies.attentionFactor;
+    // The pair: features i and i + dim/2 (half), or 2i and 2i + 1 (interleaved).
+    int64_t first = rope.kind == RopeKind::Half ? i : 2 * i;
+    int64_t second = rope.kind == RopeKind::Half ? i + half : 2 * i + 1;
+    double x = head[first], y = head[second];
+    head[first] = x * c - y * s;
+    head[second] = y * c + x * s;
+  }
+}
+
+/// Which keys query row i of batch b sees: the positions j in [first, end).
+struct KeyRange {
+  int64_t first, end;
+};
+
+/// The keys of the definition: kv_lens (j < kv_lens[b]) and causal (j <= the query's
+/// position) keep a prefix, the window (j > position - W) a suffix of it. Without a cache a
+/// query at row i has position i, and causal aligns it to the bottom right (i + Skv - S); with a
+/// cache its position is cache_len[b] + i and the keys are the cache's first cache_len[b] + S.
+KeyRange visibleKeys(const Sizes &sizes, const LayerShape &shape, const LayerTensors &tensors,
+                     int64_t b, int64_t i) {
+  int64_t keys = sizes.Skv, position = i, causalLimit = i + (sizes.Skv - sizes.S);
+  if (shape.kvCache) {
+    keys = tensors.cacheLen[b] + sizes.S;
+    position = causalLimit = tensors.cacheLen[b] + i;
+  }
+  int64_t end = keys;
+  if (tensors.kvLens)
+    end = std::clamp<int64_t>(tensors.kvLens[b], 0, sizes.Skv);
+  if (shape.causal)
+    end = std::min(end, causalLimit + 1);
+  int64_t first = shape.window ? std::max<int64_t>(0, position - shape.window + 1) : 0;
+  return {first, std::max(end, first)};
 }
 
 } // namespace
 
-void computeLayer(const LayerShape &shape, const LayerTensors &tensors, double *out) {
+void computeLayer(const LayerShape &shape, const LayerTensors &tensors, double *out,
+                  const CacheRows &cacheRows) {
   const Sizes z = resolveSizes(shape);
   const float *memory = shape.cross ? tensors.memory : tensors.x;
   const float *bq = shape.bias ? tensors.bq : nullptr;
@@ -91,44 +138,88 @@ void computeLayer(const LayerShape &shape, const LayerTensors &tensors, double *
   const int64_t qWidth = z.H * z.Dh;
   const int64_t kvWidth = z.Hkv * z.Dh;
 
-  // q [B*S, H*Dh], k and v [B*Skv, Hkv*Dh].
-  const std::vector<double> q = linear(tensors.x, z.B * z.S, z.D, tensors.wq, bq, qWidth);
-  const std::vector<double> k = linear(memory, z.B * z.Skv, z.kvDim, tensors.wk, bk, kvWidth);
-  const std::vector<double> v = linear(memory, z.B * z.Skv, z.kvDim, tensors.wv, bv, kvWidth);
+  // q [B*S, H*Dh], k and v [B*Skv, Hkv*Dh] (with a cache: the new tokens', [B*S, Hkv*Dh]).
+  const int64_t newKeys = shape.kvCache ? z.S : z.Skv;
+  std::vector<double> q = linear(tensors.x, z.B * z.S, z.D, tensors.wq, bq, qWidth);
+  std::vector<double> k = linear(memory, z.B * newKeys, z.kvDim, tensors.wk, bk, kvWidth);
+  const std::vector<double> v = linear(memory, z.B * newKeys, z.kvDim, tensors.wv, bv, kvWidth);
+
+  // q/k norm, then the rotary embedding, at each row's position.
+  if (shape.qkNorm) {
+    normalizeHeads(q, z.H, z.Dh, tensors.qNorm, shape.qkNormEps);
+    normalizeHeads(k, z.Hkv, z.Dh, tensors.kNorm, shape.qkNormEps);
+  }
+  if (shape.rope.enabled()) {
+    const RopeFrequencies frequencies = ropeFrequencies(shape.rope);
+    auto rotateRows = [&](std::vector<double> &t, int64_t rows, int64_t heads) {
+      for (int64_t b = 0; b < z.B; ++b)
+        for (int64_t i = 0; i < rows; ++i) {
+          double position = static_cast<double>(i + (shape.kvCache ? tensors.cacheLen[b] : 0));
+          for (int64_t h = 0; h < heads; ++h)
+            rotateHead(shape.rope, frequencies, position, &t[((b * rows + i) * heads + h) * z.Dh]);
+        }
+    };
+    rotateRows(q, z.S, z.H);
+    rotateRows(k, newKeys, z.Hkv);
+  }
+  if (cacheRows.keys)
+    std::copy(k.begin(), k.end(), cacheRows.keys);
+  if (cacheRows.values)
+    std::copy(v.begin(), v.end(), cacheRows.values);
+
+  // Key j of batch b: a new one (computed above) or, with a cache, a past one read from it.
+  auto keyRow = [&](const std::vector<double> &fresh, const float *cache, int64_t b, int64_t j,
+                    int64_t g, std::vector<double> &row) -> const double * {
+    if (!shape.kvCache)
+      return &fresh[(b * z.Skv + j) * kvWidth + g * z.Dh];
+    int64_t past = tensors.cacheLen[b];
+    if (j >= past)
+      return &fresh[(b * z.S + (j - past)) * kvWidth + g * z.Dh];
+    const float *stored = &cache[((b * shape.kvCache + j) * z.Hkv + g) * z.Dh];
+    row.assign(stored, stored + z.Dh);
+    return row.data();
+  };
 
   // a [B*S, H*Dh]; rows with every key masked keep their zeros.
   std::vector<double> a(static_cast<size_t>(z.B * z.S * qWidth), 0.0);
-  std::vector<double> p(static_cast<size_t>(z.Skv));
+  std::vector<double> p, keyScratch, valueScratch;
   const int64_t groupSize = z.H / z.Hkv;
   for (int64_t b = 0; b < z.B; ++b) {
     for (int64_t i = 0; i < z.S; ++i) {
-      const int64_t keys = unmaskedKeys(z, shape.causal, tensors.kvLens, b, i);
-      if (keys == 0)
+      const KeyRange keys = visibleKeys(z, shape, tensors, b, i);
+      if (keys.end == keys.first)
         continue;
+      p.assign(static_cast<size_t>(keys.end - keys.first), 0.0);
       for (int64_t h = 0; h < z.H; ++h) {
         const int64_t g = h / groupSize;
         const double *qRow = &q[(b * z.S + i) * qWidth + h * z.Dh];
 
-        // s[j] = scale * q·k, then p = softmax(s) with the maximum subtracted first.
+        // s[j] = scale * q·k (softcap * tanh(s / softcap) with a softcap), then p = softmax(s)
+        // with the maximum subtracted first; a sink joins the denominator as exp(sink).
         double maxScore = -std::numeric_limits<double>::infinity();
-        for (int64_t j = 0; j < keys; ++j) {
-          const double *kRow = &k[(b * z.Skv + j) * kvWidth + g * z.Dh];
+        if (shape.sinks)
+          maxScore = tensors.sinks[h];
+        for (int64_t j = keys.first; j < keys.end; ++j) {
+          const double *kRow = keyRow(k, tensors.kCache, b, j, g, keyScratch);
           double dot = 0.0;
           for (int64_t d = 0; d < z.Dh; ++d)
             dot += qRow[d] * kRow[d];
-          p[j] = shape.scale * dot;
-          maxScore = std::max(maxScore, p[j]);
+          double score = shape.scale * dot;
+          if (shape.softcap > 0)
+            score = shape.softcap * std::tanh(score / shape.softcap);
+          p[j - keys.first] = score;
+          maxScore = std::max(maxScore, score);
         }
-        double sum = 0.0;
-        for (int64_t j = 0; j < keys; ++j) {
-          p[j] = std::exp(p[j] - maxScore);
-          sum += p[j];
+        double sum = shape.sinks ? std::exp(tensors.sinks[h] - maxScore) : 0.0;
+        for (double &score : p) {
+          score = std::exp(score - maxScore);
+          sum += score;
         }
 
         double *aRow = &a[(b * z.S + i) * qWidth + h * z.Dh];
-        for (int64_t j = 0; j < keys; ++j) {
-          const double weight = p[j] / sum;
-          const double *vRow = &v[(b * z.Skv + j) * kvWidth + g * z.Dh];
+        for (int64_t j = keys.first; j < keys.end; ++j) {
+          const double weight = p[j - keys.first] / sum;
+          const double *vRow = keyRow(v, tensors.vCache, b, j, g, valueScratch);
           for (int64_t d = 0; d < z.Dh; ++d)
             aRow[d] += weight * vRow[d];
         }

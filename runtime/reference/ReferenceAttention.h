@@ -10,6 +10,8 @@
 #ifndef MHAC_RUNTIME_REFERENCE_REFERENCEATTENTION_H
 #define MHAC_RUNTIME_REFERENCE_REFERENCEATTENTION_H
 
+#include "runtime/reference/Rope.h"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -35,6 +37,15 @@ struct LayerShape {
   /// Multiplier of the scores. No default is applied here: the language's `1/sqrt(head_dim)` is the
   /// caller's to pass, so that a layer with an explicit `scale` is checked as written.
   double scale = 1.0;
+
+  // Decoder layers (docs/language.md, "Decoder layers"); zero or false: the key is absent.
+  RopeParameters rope;   ///< rotary embedding of q and k
+  int64_t kvCache = 0;   ///< N: the caches' positions; then kvSeq is not read
+  int64_t window = 0;    ///< a query at position p sees keys j > p - window
+  double softcap = 0;    ///< scores s become softcap * tanh(s / softcap)
+  bool qkNorm = false;   ///< q and k heads RMS-normalized (with qNorm, kNorm and qkNormEps)
+  double qkNormEps = 1e-6;
+  bool sinks = false;    ///< a logit per query head joins each softmax denominator
 };
 
 /// Pointers to row-major float32 tensors with the shapes of the definition:
@@ -42,7 +53,10 @@ struct LayerShape {
 /// wo [D, H*Dh], bq [H*Dh], bk and bv [Hkv*Dh], bo [D], kvLens [B].
 ///
 /// `memory` is ignored (x is used) unless `cross`; the biases are ignored unless `bias`, and may
-/// then be null; `kvLens` may be null, which means the layer has no `kv_lens`.
+/// then be null; `kvLens` may be null, which means the layer has no `kv_lens`. Decoder layers:
+/// qNorm and kNorm [Dh] (with qkNorm), sinks [H] (with sinks), and with a cache kCache and vCache
+/// [B, N, Hkv, Dh] (their rows below cacheLen[b] are row b's past keys and values, already
+/// normalized and rotated) and cacheLen [B].
 struct LayerTensors {
   const float *x = nullptr;
   const float *memory = nullptr;
@@ -55,6 +69,20 @@ struct LayerTensors {
   const float *wo = nullptr;
   const float *bo = nullptr;
   const int32_t *kvLens = nullptr;
+  const float *qNorm = nullptr;
+  const float *kNorm = nullptr;
+  const float *sinks = nullptr;
+  const float *kCache = nullptr;
+  const float *vCache = nullptr;
+  const int32_t *cacheLen = nullptr;
+};
+
+/// What a call of a layer with a cache writes there: the new tokens' keys (normalized and
+/// rotated) and values, [B, S, Hkv * Dh] each; row (b, i) belongs at cache position
+/// cacheLen[b] + i.
+struct CacheRows {
+  double *keys = nullptr;
+  double *values = nullptr;
 };
 
 /// Computes out [B, S, D] of the definition in float64 (inputs and weights are widened exactly
@@ -62,7 +90,13 @@ struct LayerTensors {
 /// (by `kv_lens`, or by `causal` when S > Skv) has a = 0, so its output row is exactly bo (or 0
 /// without bias). The softmax subtracts the row maximum, so scores of any magnitude that float64
 /// holds (the definition promises |s| up to 1e4) neither overflow nor underflow to 0/0.
-void computeLayer(const LayerShape &shape, const LayerTensors &tensors, double *out);
+///
+/// With a cache, the new tokens of row b have positions cacheLen[b] + i and attend over cache
+/// positions 0 .. cacheLen[b] + S - 1 (the past ones from kCache and vCache, the new ones as
+/// computed); `cacheRows`, when given, receives the rows the call writes into the caches.
+/// Preconditions: 0 <= cacheLen[b] and cacheLen[b] + S <= N.
+void computeLayer(const LayerShape &shape, const LayerTensors &tensors, double *out,
+                  const CacheRows &cacheRows = {});
 
 /// The error measure of the definition: max |got - ref| / max |ref|, with a denominator of 1 when
 /// every |ref| is 0 (the error is then absolute). Returns +inf if any entry of `got` (or of `ref`)

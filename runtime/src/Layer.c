@@ -28,6 +28,8 @@ const char *mhac_status_string(int32_t status) {
     return "no NVIDIA driver or no CUDA GPU";
   case MHAC_ERROR_DRIVER:
     return "the CUDA driver reported an error";
+  case MHAC_ERROR_BAD_CACHE_LEN:
+    return "a cache_len entry is negative or leaves no room in the cache for the new tokens";
   default:
     return "unknown status";
   }
@@ -92,13 +94,28 @@ int32_t mhac_layer_run_prepared(const mhac_layer *layer, void *const *tensors, c
   return layer->run_prepared_packed(tensors, prepared, sizes);
 }
 
+/* The keys the S queries of a self-attention row see in all, where past = the cache_len of a
+ * layer with a cache (0 without): query i has position past + i and sees the keys
+ * [max(0, p - window + 1), past + S) up to p with causal. */
+static double seenKeys(const mhac_layer *layer, double past, double s) {
+  double total = 0;
+  for (double i = 0; i < s; ++i) {
+    double p = past + i, end = layer->causal ? p + 1 : past + s;
+    double first = layer->window && p - (double)layer->window + 1 > 0 ? p - (double)layer->window + 1
+                                                                       : 0;
+    total += end - first;
+  }
+  return total;
+}
+
 double mhac_layer_flops(const mhac_layer *layer, const mhac_sizes *sizes) {
   if (!layer || !sizes)
     return 0;
   double b = (double)resolve(layer->batch, sizes->batch);
   double s = (double)resolve(layer->seq, sizes->seq);
   double skv = layer->cross ? (double)resolve(layer->kv_seq, sizes->kv_seq) : s;
-  if (b <= 0 || s <= 0 || skv <= 0)
+  double past = layer->kv_cache ? (double)sizes->kv_seq : 0;
+  if (b <= 0 || s <= 0 || skv <= 0 || past < 0)
     return 0;
   double d = (double)layer->model_dim, dh = (double)layer->head_dim;
   double h = (double)layer->heads, hkv = (double)layer->kv_heads;
@@ -108,5 +125,7 @@ double mhac_layer_flops(const mhac_layer *layer, const mhac_sizes *sizes) {
   double attention = 4 * b * h * s * skv * dh;
   if (layer->causal)
     attention /= 2;
+  if (layer->kv_cache || layer->window)
+    attention = 4 * b * h * seenKeys(layer, past, s) * dh;
   return projections + attention;
 }

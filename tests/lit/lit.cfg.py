@@ -99,6 +99,17 @@ try:
 except OSError:
     pass
 
+# NumPy, for the decoder layers' independent reference (tests/lit/Inputs/decoder_reference.py):
+# Debian's python3-numpy, of the system Python (scripts/setup.sh installs it).
+for python in ["/usr/bin/python3", "python3"]:
+    try:
+        if subprocess.run([python, "-c", "import numpy"], capture_output=True).returncode == 0:
+            config.available_features.add("numpy")
+            config.substitutions.append(("%numpy_python", python))
+            break
+    except OSError:
+        pass
+
 # mhac's Python package, installed into the build's virtual environment (python/CMakeLists.txt),
 # driving the build's mhac.
 package_python = os.path.join(config.mhac_obj_root, "python", "bin", "python")

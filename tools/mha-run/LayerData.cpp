@@ -12,8 +12,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <random>
 
@@ -58,6 +60,24 @@ bool resolveSize(const char *name, int64_t compiled, std::optional<long> given,
   return true;
 }
 
+/// The reference's description of a layer's rotary embedding.
+reference::RopeParameters ropeOf(const mhac_rope &rope) {
+  reference::RopeParameters parameters;
+  parameters.kind = static_cast<reference::RopeKind>(rope.kind);
+  parameters.scaling = static_cast<reference::RopeScaling>(rope.scaling);
+  parameters.dim = rope.dim;
+  parameters.originalMax = rope.original_max;
+  parameters.base = rope.base;
+  parameters.factor = rope.factor;
+  parameters.lowFreqFactor = rope.low_freq_factor;
+  parameters.highFreqFactor = rope.high_freq_factor;
+  parameters.betaFast = rope.beta_fast;
+  parameters.betaSlow = rope.beta_slow;
+  parameters.attentionFactor = rope.attention_factor;
+  parameters.truncate = rope.truncate != 0;
+  return parameters;
+}
+
 void describeShape(const mhac_layer &layer, reference::LayerShape &shape) {
   shape.modelDim = layer.model_dim;
   shape.kvDim = layer.kv_dim;
@@ -68,6 +88,42 @@ void describeShape(const mhac_layer &layer, reference::LayerShape &shape) {
   shape.causal = layer.causal;
   shape.bias = layer.bias;
   shape.scale = layer.scale;
+  shape.rope = ropeOf(layer.rope);
+  shape.kvCache = layer.kv_cache;
+  shape.window = layer.window;
+  shape.softcap = layer.softcap;
+  shape.qkNorm = layer.qk_norm != 0;
+  shape.qkNormEps = layer.qk_norm_eps;
+  shape.sinks = layer.sinks != 0;
+}
+
+/// The per-row cache lengths the options give for `batch` rows: one number for all, or one
+/// each. Negative or too large ones are passed on: the layer's status says what is wrong.
+bool resolveCacheLen(const mhac_layer &layer, const std::vector<int64_t> &given, int64_t batch,
+                     std::vector<int32_t> &lengths) {
+  if (given.size() > 1 && static_cast<int64_t>(given.size()) != batch)
+    return fail(fmt::format("--cache-len gives {} lengths; layer '{}' runs {} batch rows: give "
+                            "one for every row, or one per row",
+                            given.size(), layer.name, batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t length = given.empty() ? 0 : given[given.size() == 1 ? 0 : b];
+    lengths.push_back(static_cast<int32_t>(std::clamp<int64_t>(length, INT32_MIN, INT32_MAX)));
+  }
+  return true;
+}
+
+/// Checks what the layer takes with a cache (and without one, that none is given).
+bool checkCacheOptions(const mhac_layer &layer, const RunOptions &options) {
+  bool given = !options.kCachePath.empty() || !options.cacheLenPath.empty() ||
+               !options.cacheLen.empty();
+  if (!layer.kv_cache && given)
+    return fail(fmt::format("layer '{}' has no KV cache: it takes no --k-cache, --v-cache or "
+                            "--cache-len",
+                            layer.name));
+  if (layer.device && layer.kv_cache)
+    return fail(fmt::format("layer '{}' runs on {}: mha-run passes caches to CPU layers only",
+                            layer.name, layer.device));
+  return true;
 }
 
 /// Rounds every value to bf16 for a bf16 layer, so that the reference sees what the layer sees.
@@ -86,6 +142,8 @@ io::WeightExpectation expectationOf(const mhac_layer &layer) {
   expected.o = {layer.model_dim, width};
   expected.hasBias = layer.bias;
   expected.dtype = layer.dtype == MHAC_DTYPE_BF16 ? io::DType::BF16 : io::DType::F32;
+  expected.normWidth = layer.qk_norm ? layer.head_dim : 0;
+  expected.sinks = layer.sinks ? layer.heads : 0;
   return expected;
 }
 
@@ -119,14 +177,39 @@ bool checkShape(const std::string &path, const io::HostTensor &tensor,
   return true;
 }
 
+/// The caches and their lengths, from --k-cache, --v-cache and --cache-len.
+bool readCacheFiles(const mhac_layer &layer, const RunOptions &options, LayerData &data) {
+  const reference::LayerShape &shape = data.shape;
+  std::vector<int64_t> expected = {shape.batch, shape.kvCache, shape.kvHeads, shape.headDim};
+  for (auto [path, cache] :
+       {std::pair{&options.kCachePath, &data.kCache}, std::pair{&options.vCachePath, &data.vCache}}) {
+    std::optional<io::HostTensor> tensor = readArray(*path, io::DType::F32, 4);
+    if (!tensor || !checkShape(*path, *tensor, expected))
+      return false;
+    *cache = std::move(tensor->f32);
+    roundForLayer(layer, *cache);
+  }
+  if (!options.cacheLenPath.empty()) {
+    std::optional<io::HostTensor> lens = readArray(options.cacheLenPath, io::DType::I32, 1);
+    if (!lens || !checkShape(options.cacheLenPath, *lens, {shape.batch}))
+      return false;
+    data.cacheLen = std::move(lens->i32);
+    return true;
+  }
+  return resolveCacheLen(layer, options.cacheLen, shape.batch, data.cacheLen);
+}
+
 } // namespace
 
 bool makeRandomData(const mhac_layer &layer, const RunOptions &options, LayerData &data) {
   reference::LayerShape &shape = data.shape;
   describeShape(layer, shape);
-  if (!resolveSize("batch", layer.batch, options.batch, std::nullopt, layer, shape.batch) ||
+  if (!checkCacheOptions(layer, options) ||
+      !resolveSize("batch", layer.batch, options.batch, std::nullopt, layer, shape.batch) ||
       !resolveSize("seq", layer.seq, options.seq, std::nullopt, layer, shape.seq))
     return false;
+  if (!options.cacheLenPath.empty())
+    return fail("on random data, --cache-len takes numbers: the tokens cached in each row");
   shape.kvSeq = shape.seq;
   if (layer.cross) {
     if (!resolveSize("kv-seq", layer.kv_seq, options.kvSeq, std::nullopt, layer, shape.kvSeq))
@@ -167,6 +250,34 @@ bool makeRandomData(const mhac_layer &layer, const RunOptions &options, LayerDat
                             : b == 1 ? 0
                                      : length(random));
   }
+  // RMS norm weights near 1, as trained ones are; sink logits of a few units.
+  auto around = [&](int64_t count, double center, double spread) {
+    std::vector<float> values = uniform(count, spread);
+    for (float &value : values)
+      value += static_cast<float>(center);
+    roundForLayer(layer, values);
+    return values;
+  };
+  if (shape.qkNorm) {
+    data.qNorm = around(shape.headDim, 1.0, 0.5);
+    data.kNorm = around(shape.headDim, 1.0, 0.5);
+  }
+  if (shape.sinks)
+    data.sinks = uniform(shape.heads, 2.0);
+  if (shape.kvCache) {
+    if (!resolveCacheLen(layer, options.cacheLen, shape.batch, data.cacheLen))
+      return false;
+    // Rows below a row's cache_len hold past keys and values; the others NaN, which a layer
+    // that reads no row past its cache_len + seq never sees.
+    data.kCache = uniform(static_cast<int64_t>(data.cacheSize()), 1.0);
+    data.vCache = uniform(static_cast<int64_t>(data.cacheSize()), 1.0);
+    size_t row = size_t(shape.kvHeads * shape.headDim);
+    for (int64_t b = 0; b < shape.batch; ++b)
+      for (int64_t j = std::max<int64_t>(0, data.cacheLen[b]); j < shape.kvCache; ++j)
+        for (std::vector<float> *cache : {&data.kCache, &data.vCache})
+          std::fill_n(cache->begin() + static_cast<std::ptrdiff_t>((b * shape.kvCache + j) * row),
+                      row, std::numeric_limits<float>::quiet_NaN());
+  }
   return true;
 }
 
@@ -177,6 +288,12 @@ bool readDataFiles(const mhac_layer &layer, const RunOptions &options, LayerData
     return fail(fmt::format("layer '{}' is cross-attention: give --memory FILE", layer.name));
   if (!layer.cross && !options.memoryPath.empty())
     return fail(fmt::format("layer '{}' is self-attention: it takes no --memory", layer.name));
+  if (!checkCacheOptions(layer, options))
+    return false;
+  if (layer.kv_cache && options.kCachePath.empty())
+    return fail(fmt::format("layer '{}' has a KV cache: give --k-cache FILE, --v-cache FILE and "
+                            "--cache-len",
+                            layer.name));
   if (layer.kv_lens && options.kvLensPath.empty())
     return fail(fmt::format("layer '{}' masks keys by kv_lens: give --kv-lens FILE", layer.name));
   if (!layer.kv_lens && !options.kvLensPath.empty())
@@ -230,12 +347,24 @@ bool readDataFiles(const mhac_layer &layer, const RunOptions &options, LayerData
   take(weights->k, data.wk, data.bk);
   take(weights->v, data.wv, data.bv);
   take(weights->o, data.wo, data.bo);
-  return true;
+  auto takeOne = [&](std::optional<io::HostTensor> &tensor, std::vector<float> &into) {
+    if (!tensor)
+      return;
+    into = std::move(tensor->f32);
+    roundForLayer(layer, into);
+  };
+  takeOne(weights->qNorm, data.qNorm);
+  takeOne(weights->kNorm, data.kNorm);
+  takeOne(weights->sinks, data.sinks);
+  return !layer.kv_cache || readCacheFiles(layer, options, data);
 }
 
 LayerCall::LayerCall(const mhac_layer &layer, const LayerData &data)
-    : layer_(layer), sizes_{data.shape.batch, data.shape.seq, data.shape.kvSeq} {
+    : layer_(layer), data_(data), sizes_{data.shape.batch, data.shape.seq, data.shape.kvSeq} {
   bool bf16 = layer.dtype == MHAC_DTYPE_BF16;
+  elementBytes_ = bf16 ? sizeof(uint16_t) : sizeof(float);
+  // The tensors in ABI order (mhac_layer.num_tensors): inputs and parameters of the layer's
+  // dtype, kv_lens, the caches and cache_len, then out.
   std::vector<const std::vector<float> *> tensors = {&data.x};
   if (data.shape.cross)
     tensors.push_back(&data.memory);
@@ -246,27 +375,53 @@ LayerCall::LayerCall(const mhac_layer &layer, const LayerData &data)
     if (data.shape.bias)
       tensors.push_back(bias);
   }
-  bf16_.reserve(tensors.size() + 1);
-  for (const std::vector<float> *tensor : tensors) {
+  if (data.shape.qkNorm) {
+    tensors.push_back(&data.qNorm);
+    tensors.push_back(&data.kNorm);
+  }
+  if (data.shape.sinks)
+    tensors.push_back(&data.sinks);
+  bf16_.reserve(tensors.size());
+  auto addFloats = [&](const std::vector<float> &values) {
     if (bf16) {
-      bf16_.emplace_back(tensor->size());
-      std::transform(tensor->begin(), tensor->end(), bf16_.back().begin(), io::floatToBF16);
+      bf16_.emplace_back(values.size());
+      std::transform(values.begin(), values.end(), bf16_.back().begin(), io::floatToBF16);
       pointers_.push_back(bf16_.back().data());
     } else {
-      pointers_.push_back(const_cast<float *>(tensor->data()));
+      pointers_.push_back(const_cast<float *>(values.data()));
     }
-  }
-  if (layer.kv_lens)
+    bytes_.push_back(values.size() * elementBytes_);
+  };
+  for (const std::vector<float> *tensor : tensors)
+    addFloats(*tensor);
+  if (layer.kv_lens) {
     pointers_.push_back(const_cast<int32_t *>(data.kvLens.data()));
-  elementBytes_ = bf16 ? sizeof(uint16_t) : sizeof(float);
+    bytes_.push_back(data.kvLens.size() * sizeof(int32_t));
+  }
+  if (data.shape.kvCache) {
+    // The caches live in bytes of their own: the layer writes them.
+    for (int which = 0; which < 2; ++which) {
+      const std::vector<float> &values = which == 0 ? data.kCache : data.vCache;
+      std::vector<unsigned char> &bytes = caches_[which];
+      bytes.resize(values.size() * elementBytes_);
+      for (size_t n = 0; n < values.size(); ++n) {
+        if (bf16) {
+          uint16_t bits = io::floatToBF16(values[n]);
+          std::memcpy(&bytes[n * 2], &bits, 2);
+        } else {
+          std::memcpy(&bytes[n * 4], &values[n], 4);
+        }
+      }
+      cachesBefore_[which] = bytes;
+      pointers_.push_back(bytes.data());
+      bytes_.push_back(bytes.size());
+    }
+    pointers_.push_back(const_cast<int32_t *>(data.cacheLen.data()));
+    bytes_.push_back(data.cacheLen.size() * sizeof(int32_t));
+  }
   outBytes_.assign(kGuardBytes + data.outputSize() * elementBytes_ + kGuardBytes, kGuardByte);
   std::fill_n(outBytes_.begin() + kGuardBytes, data.outputSize() * elementBytes_, 0);
   pointers_.push_back(outBytes_.data() + kGuardBytes);
-  // Each tensor's bytes follow from its host vector (the last pointer is the output).
-  for (const std::vector<float> *tensor : tensors)
-    bytes_.push_back(tensor->size() * elementBytes_);
-  if (layer.kv_lens)
-    bytes_.push_back(data.kvLens.size() * sizeof(int32_t));
   bytes_.push_back(data.outputSize() * elementBytes_);
   // A CUDA layer gets device copies of everything.
   if (layer.device)
@@ -353,14 +508,49 @@ std::vector<float> LayerCall::output() const {
 }
 
 uint64_t LayerCall::inputsDigest() const {
-  // FNV-1a over every input's bytes, in order.
+  // FNV-1a over every input's bytes, in order; the caches are checked row by row instead.
   uint64_t digest = 14695981039346656037ull;
   for (size_t i = 0; i + 1 < pointers_.size(); ++i) {
+    if (pointers_[i] == caches_[0].data() || pointers_[i] == caches_[1].data())
+      continue;
     const auto *bytes = static_cast<const unsigned char *>(pointers_[i]);
     for (size_t j = 0; j < bytes_[i]; ++j)
       digest = (digest ^ bytes[j]) * 1099511628211ull;
   }
   return digest;
+}
+
+std::vector<float> LayerCall::cache(int which) const {
+  const std::vector<unsigned char> &bytes = caches_[which];
+  std::vector<float> values(bytes.size() / elementBytes_);
+  for (size_t n = 0; n < values.size(); ++n) {
+    if (elementBytes_ == 2) {
+      uint16_t bits;
+      std::memcpy(&bits, &bytes[n * 2], 2);
+      values[n] = io::bf16ToFloat(bits);
+    } else {
+      std::memcpy(&values[n], &bytes[n * 4], 4);
+    }
+  }
+  return values;
+}
+
+std::string LayerCall::cacheMisbehaviour() const {
+  const reference::LayerShape &shape = data_.shape;
+  size_t row = size_t(shape.kvHeads * shape.headDim) * elementBytes_;
+  for (int which = 0; which < 2; ++which)
+    for (int64_t b = 0; b < shape.batch; ++b)
+      for (int64_t j = 0; j < shape.kvCache; ++j) {
+        int64_t past = data_.cacheLen[b];
+        if (j >= past && j < past + shape.seq)
+          continue; // a new token's row
+        size_t at = size_t(b * shape.kvCache + j) * row;
+        if (std::memcmp(&caches_[which][at], &cachesBefore_[which][at], row) != 0)
+          return fmt::format("changed row {} of batch row {} of its {} cache (cache_len {}, seq "
+                             "{}): only the new tokens' rows may be written",
+                             j, b, which == 0 ? "key" : "value", past, shape.seq);
+      }
+  return "";
 }
 
 const char *LayerCall::misbehaviour(std::optional<uint64_t> inputsBefore) const {
@@ -375,7 +565,8 @@ const char *LayerCall::misbehaviour(std::optional<uint64_t> inputsBefore) const 
   return nullptr;
 }
 
-std::vector<double> referenceOutput(const LayerData &data) {
+std::vector<double> referenceOutput(const LayerData &data, std::vector<double> *newKeys,
+                                    std::vector<double> *newValues) {
   reference::LayerTensors tensors;
   tensors.x = data.x.data();
   tensors.memory = data.shape.cross ? data.memory.data() : nullptr;
@@ -390,9 +581,50 @@ std::vector<double> referenceOutput(const LayerData &data) {
     tensors.bo = data.bo.data();
   }
   tensors.kvLens = data.kvLens.empty() ? nullptr : data.kvLens.data();
+  tensors.qNorm = data.qNorm.empty() ? nullptr : data.qNorm.data();
+  tensors.kNorm = data.kNorm.empty() ? nullptr : data.kNorm.data();
+  tensors.sinks = data.sinks.empty() ? nullptr : data.sinks.data();
+  reference::CacheRows rows;
+  if (data.shape.kvCache) {
+    tensors.kCache = data.kCache.data();
+    tensors.vCache = data.vCache.data();
+    tensors.cacheLen = data.cacheLen.data();
+    for (auto [into, pointer] : {std::pair{newKeys, &rows.keys}, std::pair{newValues, &rows.values}})
+      if (into) {
+        into->assign(data.newRowsSize(), 0.0);
+        *pointer = into->data();
+      }
+  }
   std::vector<double> out(data.outputSize());
-  reference::computeLayer(data.shape, tensors, out.data());
+  reference::computeLayer(data.shape, tensors, out.data(), rows);
   return out;
+}
+
+std::vector<float> newRowsOf(const LayerData &data, const std::vector<float> &cache) {
+  const reference::LayerShape &shape = data.shape;
+  size_t row = size_t(shape.kvHeads * shape.headDim);
+  std::vector<float> rows;
+  rows.reserve(data.newRowsSize());
+  for (int64_t b = 0; b < shape.batch; ++b)
+    for (int64_t i = 0; i < shape.seq; ++i) {
+      auto first = cache.begin() +
+                   static_cast<std::ptrdiff_t>((b * shape.kvCache + data.cacheLen[b] + i) * row);
+      rows.insert(rows.end(), first, first + static_cast<std::ptrdiff_t>(row));
+    }
+  return rows;
+}
+
+std::vector<float> mergeNewRows(const LayerData &data, const std::vector<float> &original,
+                                const std::vector<float> &written) {
+  const reference::LayerShape &shape = data.shape;
+  size_t row = size_t(shape.kvHeads * shape.headDim);
+  std::vector<float> merged = original;
+  for (int64_t b = 0; b < shape.batch; ++b)
+    for (int64_t i = 0; i < shape.seq; ++i) {
+      auto at = static_cast<std::ptrdiff_t>((b * shape.kvCache + data.cacheLen[b] + i) * row);
+      std::copy_n(written.begin() + at, row, merged.begin() + at);
+    }
+  return merged;
 }
 
 } // namespace mhac

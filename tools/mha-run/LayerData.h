@@ -26,8 +26,19 @@ struct LayerData {
   std::vector<float> x, memory;
   std::vector<float> wq, bq, wk, bk, wv, bv, wo, bo;
   std::vector<int32_t> kvLens;
+  // Decoder layers: q/k norm weights, sinks, and the caches [B, N, Hkv, Dh] with their lengths.
+  std::vector<float> qNorm, kNorm, sinks;
+  std::vector<float> kCache, vCache;
+  std::vector<int32_t> cacheLen;
 
   size_t outputSize() const { return size_t(shape.batch * shape.seq * shape.modelDim); }
+  /// Elements of one cache, and of the rows a call writes into it ([B, S, Hkv * Dh]).
+  size_t cacheSize() const {
+    return size_t(shape.batch * shape.kvCache * shape.kvHeads * shape.headDim);
+  }
+  size_t newRowsSize() const {
+    return size_t(shape.batch * shape.seq * shape.kvHeads * shape.headDim);
+  }
 };
 
 /// Random data (inputs in [-1, 1], weights in +-1/sqrt(fan-in) as PyTorch initializes them;
@@ -58,13 +69,19 @@ public:
   int32_t queuePrepared();
   /// The output of the last call.
   std::vector<float> output() const;
-  /// A digest of the host bytes of every tensor the layer reads: a call must leave it as it was.
+  /// The layer's cache `which` (0: keys, 1: values) as the last call left it, as float32.
+  std::vector<float> cache(int which) const;
+  /// A digest of the host bytes of every tensor the layer reads but the caches (which it
+  /// writes in part: see cacheMisbehaviour): a call must leave it as it was.
   uint64_t inputsDigest() const;
   /// What the last call did that a layer must not, as words that follow "layer NAME": stored
   /// past either end of its output (a vector tail wider than the row, say, caught by the guards
   /// around it even where the stray bytes land in memory nothing reads), or, given the inputs'
   /// digest from before, changed its inputs. Null if neither.
   const char *misbehaviour(std::optional<uint64_t> inputsBefore) const;
+  /// What the last call did to the caches that it must not: changed a row that is not one of
+  /// the new tokens'. Empty if nothing.
+  std::string cacheMisbehaviour() const;
   mhac_sizes sizes() const { return sizes_; }
 
 private:
@@ -78,7 +95,10 @@ private:
   }
 
   const mhac_layer &layer_;
+  const LayerData &data_;
   std::vector<std::vector<uint16_t>> bf16_; ///< bf16 copies of the inputs of a bf16 layer
+  /// The caches' bytes (the layer writes them), as a call found them and as it left them.
+  std::vector<unsigned char> caches_[2], cachesBefore_[2];
   /// The output's bytes between two guards of kGuardBytes, filled with kGuardByte.
   std::vector<unsigned char> outBytes_;
   /// Bytes of an element of x, memory, the weights, biases and output: 4 (f32) or 2 (bf16).
@@ -94,8 +114,19 @@ private:
   int32_t deviceStatus_ = MHAC_OK;
 };
 
-/// The float64 reference output for `data`.
-std::vector<double> referenceOutput(const LayerData &data);
+/// The float64 reference output for `data`; for a layer with a cache, `newRows` receives the
+/// keys and values the call writes into the caches ([B, S, Hkv * Dh] each), where given.
+std::vector<double> referenceOutput(const LayerData &data, std::vector<double> *newKeys = nullptr,
+                                    std::vector<double> *newValues = nullptr);
+
+/// The caches of `data` with `call`'s new rows: `original` (float32, [B, N, Hkv, Dh]) with the
+/// rows the call wrote replaced by `written`'s, every other element as it was (so that a cache
+/// file gets back its own bits there, not their rounding to bf16).
+std::vector<float> mergeNewRows(const LayerData &data, const std::vector<float> &original,
+                                const std::vector<float> &written);
+
+/// The rows a call wrote into a cache (float32, [B, N, Hkv, Dh]), as [B, S, Hkv * Dh].
+std::vector<float> newRowsOf(const LayerData &data, const std::vector<float> &cache);
 
 } // namespace mhac
 

@@ -17,7 +17,8 @@ static const char *kHelp = R"(mha-run: run a layer compiled by 'mhac compile --s
 
 usage:
   mha-run MODULE.so [--layer NAME] --weights W.safetensors --input X.npy [--memory M.npy]
-          [--kv-lens L.npy] --output Y.npy [--threads N] [--check] [--bench N]
+          [--kv-lens L.npy] [--k-cache K.npy --v-cache V.npy --cache-len C.npy|N[,N...]]
+          --output Y.npy [--threads N] [--check] [--bench N]
   mha-run MODULE.so [--layer NAME] --check [sizes] [--seed N] [--threads N]
   mha-run MODULE.so [--layer NAME] --bench N [sizes] [--seed N] [--threads N]
   mha-run MODULE.so [--layer NAME] --measure REF [sizes] [--seed N] [--threads N]
@@ -33,8 +34,20 @@ usage:
   --input FILE        x, float32 .npy of shape [batch, seq, model_dim]
   --memory FILE       cross-attention only: float32 .npy of shape [batch, kv_seq, kv_dim]
   --kv-lens FILE      layers with kv_lens: int32 .npy of shape [batch]
+  --k-cache FILE, --v-cache FILE
+                      layers with kv_cache: the caches, float32 .npy of shape [batch, kv_cache,
+                      kv_heads, head_dim] (bf16 layers round them to bf16); after the call each
+                      file is replaced atomically by the cache with the new tokens' rows
+                      written, every other element's bits as they were
+  --cache-len FILE|N[,N...]
+                      layers with kv_cache: tokens already cached in each batch row, an int32
+                      .npy of shape [batch], or numbers (one for every row, or one per row); on
+                      random data (--check, --bench) the caches hold random rows below it and
+                      NaN above, which no correct layer reads (default 0)
   --output FILE       where to write the result, float32 .npy of shape [batch, seq, model_dim];
                       written to a temporary file and renamed, never left half-written
+  --reference FILE    write the float64 reference's output there (float32 .npy of the
+                      output's shape), for comparisons of mha-run's reference with another
   --check             compare the result with the float64 reference (on random data unless
                       files are given); prints the error, max |out - ref| / max |ref|, and exits
                       1 past the tolerance of the layer's dtype (1e-4 for f32, 2e-2 for bf16)
@@ -61,6 +74,28 @@ bf16 layers take float32 inputs, round them to bf16, and write float32 outputs.
 static int usageError(const std::string &message) {
   fmt::print(stderr, "mha-run: error: {}\nrun 'mha-run --help' for usage\n", message);
   return 2;
+}
+
+/// Parses "N" or "N,N,...": integers (a negative one is for the layer to refuse); false for
+/// anything else (a file name).
+static bool parseLengths(std::string_view text, std::vector<int64_t> &lengths) {
+  std::vector<int64_t> parsed;
+  while (true) {
+    size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    bool negative = !item.empty() && item[0] == '-';
+    std::string_view digits = item.substr(negative ? 1 : 0);
+    if (digits.empty() || digits.size() > 12 ||
+        digits.find_first_not_of("0123456789") != std::string_view::npos)
+      return false;
+    int64_t value = std::stoll(std::string(digits));
+    parsed.push_back(negative ? -value : value);
+    if (comma == std::string_view::npos)
+      break;
+    text = text.substr(comma + 1);
+  }
+  lengths = std::move(parsed);
+  return true;
 }
 
 /// Parses a positive decimal integer, rejecting signs, trailing text and overflow.
@@ -139,6 +174,17 @@ std::optional<RunOptions> parseRunOptions(int argc, char **argv, int &status) {
       ok = path(options.kvLensPath);
     } else if (arg == "--output") {
       ok = path(options.outputPath);
+    } else if (arg == "--reference") {
+      ok = path(options.referencePath);
+    } else if (arg == "--k-cache") {
+      ok = path(options.kCachePath);
+    } else if (arg == "--v-cache") {
+      ok = path(options.vCachePath);
+    } else if (arg == "--cache-len") {
+      std::optional<std::string> text = value();
+      ok = text.has_value();
+      if (ok && !parseLengths(*text, options.cacheLen))
+        options.cacheLenPath = *text;
     } else if (arg == "--bench") {
       ok = positive(options.bench);
     } else if (arg == "--measure") {
@@ -184,7 +230,12 @@ std::optional<RunOptions> parseRunOptions(int argc, char **argv, int &status) {
   }
   bool anyFile = !options.weightsPath.empty() || !options.inputPath.empty() ||
                  !options.memoryPath.empty() || !options.kvLensPath.empty() ||
-                 !options.outputPath.empty();
+                 !options.outputPath.empty() || !options.kCachePath.empty() ||
+                 !options.vCachePath.empty() || !options.cacheLenPath.empty();
+  if (options.kCachePath.empty() != options.vCachePath.empty()) {
+    usageError("--k-cache and --v-cache go together: a layer's two caches");
+    return std::nullopt;
+  }
   if (!options.weightsPrefix.empty() && options.weightsPath.empty()) {
     usageError("--weights-prefix selects tensors of --weights FILE; give the file too");
     return std::nullopt;
@@ -193,8 +244,10 @@ std::optional<RunOptions> parseRunOptions(int argc, char **argv, int &status) {
     usageError("running on files needs both --weights and --input");
     return std::nullopt;
   }
-  if (options.fileMode() && options.outputPath.empty() && !options.check && !options.bench) {
-    usageError("nothing to do with the files: give --output FILE (or --check, --bench N)");
+  if (options.fileMode() && options.outputPath.empty() && !options.check && !options.bench &&
+      options.referencePath.empty()) {
+    usageError("nothing to do with the files: give --output FILE (or --check, --bench N, "
+               "--reference FILE)");
     return std::nullopt;
   }
   if (!options.measureReference.empty() && (options.fileMode() || options.check || options.bench)) {

@@ -7,8 +7,10 @@
 #ifndef MHAC_TOOLS_MHA_RUN_OPTIONS_H
 #define MHAC_TOOLS_MHA_RUN_OPTIONS_H
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mhac {
 
@@ -17,6 +19,13 @@ struct RunOptions {
   std::string layer;
   // File mode.
   std::string weightsPath, inputPath, memoryPath, kvLensPath, outputPath;
+  /// Decoder layers with a cache: the caches' files (read, and written back with the new
+  /// tokens' rows), and --cache-len as a file (cacheLenPath) or as lengths (cacheLen: one for
+  /// every batch row, or one per row).
+  std::string kCachePath, vCachePath, cacheLenPath;
+  /// --reference FILE: where to write the float64 reference's output (as float32 .npy).
+  std::string referencePath;
+  std::vector<int64_t> cacheLen;
   /// --weights-prefix: the layer's tensors in a checkpoint of many (Hugging Face's
   /// `model.layers.0.self_attn.`).
   std::string weightsPrefix;

@@ -15,11 +15,14 @@
 #include "mhac/runtime.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
+#include <tuple>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include <unistd.h>
@@ -143,6 +146,29 @@ void bench(LayerCall &call, const mhac_layer &layer, long calls) {
              gflops, peak);
 }
 
+/// Replaces --k-cache and --v-cache by the caches with the rows the call wrote (each file
+/// atomically; every other element's bits as the file had them).
+bool writeBackCaches(const LayerData &data, const RunOptions &options,
+                     const std::vector<float> (&caches)[2]) {
+  const std::string *paths[2] = {&options.kCachePath, &options.vCachePath};
+  std::vector<int64_t> shape = {data.shape.batch, data.shape.kvCache, data.shape.kvHeads,
+                                data.shape.headDim};
+  for (int which = 0; which < 2; ++which) {
+    io::Expected<io::HostTensor> original = io::readNpyFile(*paths[which]);
+    if (!original) {
+      failure(original.error());
+      return false;
+    }
+    io::HostTensor merged =
+        io::HostTensor::makeF32(shape, mergeNewRows(data, original->f32, caches[which]));
+    if (io::Status written = io::writeNpyFile(*paths[which], merged); !written) {
+      failure(written.error());
+      return false;
+    }
+  }
+  return true;
+}
+
 int run(const RunOptions &options) {
   char error[512];
   std::unique_ptr<mhac_module, ModuleCloser> module(
@@ -190,7 +216,12 @@ int run(const RunOptions &options) {
     return failure(fmt::format("layer '{}' failed: {}", layer->name, describeStatus(status)));
   if (const char *wrong = call.misbehaviour(inputs))
     return failure(fmt::format("layer '{}' {}", layer->name, wrong));
+  if (std::string wrong = call.cacheMisbehaviour(); !wrong.empty())
+    return failure(fmt::format("layer '{}' {}", layer->name, wrong));
   std::vector<float> out = call.output();
+  std::vector<float> caches[2];
+  if (layer->kv_cache)
+    caches[0] = call.cache(0), caches[1] = call.cache(1);
   // The other way to call a layer, on parameters prepared once: --check and --bench use it too,
   // and it must give the very same bits.
   if (options.check || options.bench) {
@@ -202,7 +233,19 @@ int run(const RunOptions &options) {
     if (call.output() != out)
       return failure(
           fmt::format("layer '{}': a run on prepared parameters differs from a run", layer->name));
+    // Bits, not values: the rows past a row's tokens are NaN on random data.
+    auto sameBits = [](const std::vector<float> &a, const std::vector<float> &b) {
+      return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    };
+    if (layer->kv_cache && (!sameBits(call.cache(0), caches[0]) || !sameBits(call.cache(1), caches[1])))
+      return failure(fmt::format(
+          "layer '{}': a run on prepared parameters writes other cache rows than a run",
+          layer->name));
   }
+
+  if (!options.kCachePath.empty())
+    if (!writeBackCaches(data, options, caches))
+      return kFailure;
 
   if (!options.outputPath.empty()) {
     io::HostTensor tensor =
@@ -212,18 +255,41 @@ int run(const RunOptions &options) {
   }
 
   int status = 0;
+  std::vector<double> expected, newKeys, newValues;
+  if (options.check || !options.referencePath.empty()) {
+    StageProgress progress("mha-run: " + std::string(layer->name));
+    progress.stage("computing the float64 reference");
+    expected = layer->kv_cache ? referenceOutput(data, &newKeys, &newValues)
+                               : referenceOutput(data);
+  }
+  if (!options.referencePath.empty()) {
+    io::HostTensor tensor = io::HostTensor::makeF32(
+        {data.shape.batch, data.shape.seq, data.shape.modelDim},
+        std::vector<float>(expected.begin(), expected.end()));
+    if (io::Status written = io::writeNpyFile(options.referencePath, tensor); !written)
+      return failure(written.error());
+  }
   if (options.check) {
-    std::vector<double> expected;
-    {
-      StageProgress progress("mha-run: " + std::string(layer->name));
-      progress.stage("computing the float64 reference");
-      expected = referenceOutput(data);
-    }
     double relative = reference::relativeError(out.data(), expected.data(), out.size());
     double tolerance = layer->dtype == MHAC_DTYPE_BF16 ? 2e-2 : 1e-4;
     bool ok = relative <= tolerance;
-    fmt::print("{}: batch {}, seq {}, kv_seq {}: error {:.3g} (tolerance {:g}): {}\n", layer->name,
-               data.shape.batch, data.shape.seq, data.shape.kvSeq, relative, tolerance,
+    std::string sizes = layer->kv_cache
+                            ? fmt::format("cache_len {}", fmt::join(data.cacheLen, ","))
+                            : fmt::format("kv_seq {}", data.shape.kvSeq);
+    std::string cacheErrors;
+    if (layer->kv_cache) {
+      // The rows the call wrote into the caches: the new tokens' keys and values.
+      double keys = 0, values = 0;
+      for (auto [error, cache, want] : {std::tuple{&keys, &caches[0], &newKeys},
+                                        std::tuple{&values, &caches[1], &newValues}}) {
+        std::vector<float> rows = newRowsOf(data, *cache);
+        *error = reference::relativeError(rows.data(), want->data(), rows.size());
+      }
+      ok = ok && keys <= tolerance && values <= tolerance;
+      cacheErrors = fmt::format(", cache rows {:.3g} (keys) and {:.3g} (values)", keys, values);
+    }
+    fmt::print("{}: batch {}, seq {}, {}: error {:.3g}{} (tolerance {:g}): {}\n", layer->name,
+               data.shape.batch, data.shape.seq, sizes, relative, cacheErrors, tolerance,
                ok ? "ok" : "FAILED");
     if (!ok)
       status = kFailure;

@@ -13,6 +13,7 @@
 #include "compiler/pipeline/CpuPipeline.h"
 #include "compiler/schedules/Knobs.h"
 #include "compiler/schedules/ScheduleFile.h"
+#include "compiler/target/BackendSupport.h"
 #include "compiler/target/CodeEmitter.h"
 #include "compiler/target/HeaderEmitter.h"
 #include "compiler/target/LayerABI.h"
@@ -319,6 +320,15 @@ static int compile(const CompileOptions &options) {
       return kFailure;
     plans.push_back({std::move(*target), std::move(*schedules)});
   }
+  // Keys a backend or target does not compile yet are refused at their lines.
+  bool refused = options.backend == Backend::Halide &&
+                 refuseDecoderKeys(*layers, "the Halide backend", "--backend mlir", diags);
+  for (const TargetPlan &plan : plans)
+    if (plan.target.cuda && !refused)
+      refused = refuseDecoderKeys(*layers, "the CUDA target " + plan.target.name,
+                                  "a CPU --target", diags);
+  if (refused)
+    return kFailure;
   if (plans[0].target.cuda && findCudaToolkit().empty() &&
       (!options.emit || *options.emit >= EmitStage::LLVMIR))
     std::cerr << "mhac: warning: no CUDA toolkit found (ptxas, at $CUDA_HOME, on PATH or in "

@@ -261,17 +261,25 @@ void AttentionLowering::buildAmxScores(Value j0, Value cols) {
 
 void AttentionLowering::maskScores(Value j0, Value cols) {
   int64_t vectors = blocking_.queryBlock / blocking_.lanes;
-  auto laneType = VectorType::get({blocking_.lanes}, b_.getI32Type());
   SmallVector<Value> positions;
   for (int64_t v = 0; v < vectors; ++v)
     positions.push_back(queryPositions(vectorOffset(v)));
   forLoop(index(0), cols, index(1), [&](Value j) {
-    Value first = splat(laneType, firstSeeingPosition(add(j0, j)));
     for (int64_t v = 0; v < vectors; ++v) {
-      Value sees = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sge, positions[v], first);
+      Value sees = seesKey(positions[v], add(j0, j));
       Value scores = loadVector(laneVector_, scores_, {j, vectorOffset(v)});
       storeVector(arith::SelectOp::create(b_, loc_, sees, scores, negInfs_), scores_,
                   {j, vectorOffset(v)});
+    }
+  });
+}
+
+void AttentionLowering::capScores(Value cols) {
+  int64_t vectors = blocking_.queryBlock / blocking_.lanes;
+  forLoop(index(0), cols, index(1), [&](Value j) {
+    for (int64_t v = 0; v < vectors; ++v) {
+      Value scores = loadVector(laneVector_, scores_, {j, vectorOffset(v)});
+      storeVector(softcapScores(scores), scores_, {j, vectorOffset(v)});
     }
   });
 }

@@ -24,6 +24,9 @@ namespace mhac {
 
 using namespace mlir;
 
+/// log2(e): the softmax is computed in base 2.
+inline constexpr double kLog2E = 1.4426950408889634;
+
 /// What computes attention's two products.
 enum class AttentionProducts {
   F32,          ///< f32 register tiles on the FMAs (ScoreTile.cpp, ValueTile.cpp)
@@ -73,8 +76,9 @@ public:
   AttentionLowering(mha::AttentionOp op, OpBuilder &b, AttentionBlocking blocking,
                     std::optional<LongCallBlocking> longCalls = std::nullopt)
       : op_(op), b_(b), loc_(op.getLoc()), blocking_(blocking), longCalls_(longCalls),
-        headDim_(op.getHeadDim()), f32_(b.getF32Type()),
-        elementType_(op.getQuery().getType().getElementType()),
+        headDim_(op.getHeadDim()), window_(static_cast<int64_t>(op.getWindow().value_or(0))),
+        f32_(b.getF32Type()), elementType_(op.getQuery().getType().getElementType()),
+        keyElementType_(cast<ShapedType>(op.getKey().getType()).getElementType()),
         resultElementType_(op.getResult().getType().getElementType()),
         laneVector_(VectorType::get({blocking.lanes}, f32_)),
         headVector_(VectorType::get({headDim_}, f32_)) {}
@@ -111,20 +115,21 @@ private:
   Value sub(Value a, Value c) { return arith::SubIOp::create(b_, loc_, a, c); }
   Value mul(Value a, Value c) { return arith::MulIOp::create(b_, loc_, a, c); }
   Value fma(Value a, Value x, Value acc) { return vector::FMAOp::create(b_, loc_, a, x, acc); }
-  /// Loads one element of an input as f32.
+  /// Loads one element of an input (of its memref's element type) as f32.
   Value loadScalar(Value memref, ValueRange indices) {
     Value value = memref::LoadOp::create(b_, loc_, memref, indices);
-    if (elementType_ == f32_)
+    if (value.getType() == f32_)
       return value;
     return arith::ExtFOp::create(b_, loc_, f32_, value);
   }
   /// Reads `width` contiguous elements starting at `indices` as an f32 vector.
   Value readRow(int64_t width, Value memref, ValueRange indices) {
-    auto type = VectorType::get({width}, elementType_);
-    Value padding = arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(elementType_));
+    Type element = cast<MemRefType>(memref.getType()).getElementType();
+    auto type = VectorType::get({width}, element);
+    Value padding = arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(element));
     Value vector = vector::TransferReadOp::create(b_, loc_, type, memref, indices, padding,
                                                   ArrayRef<bool>{true});
-    if (elementType_ == f32_)
+    if (element == f32_)
       return vector;
     return arith::ExtFOp::create(b_, loc_, VectorType::get({width}, f32_), vector);
   }
@@ -179,10 +184,20 @@ private:
   void buildQueryTranspose(Value rows);
   /// Emits body(r, position, column of the row's head) for every valid row of the block.
   void forEachRow(Value rows, function_ref<void(Value, Value, Value)> body);
-  /// sT[j][:] for the keys j0 + [0, cols) (and up to the end of their last tile): q.k, or -inf
-  /// in the lanes of queries that cannot see the key where `crossesDiagonal` (causal: an i1
-  /// telling whether the block reaches past its first row's last key; null otherwise).
-  void buildScores(Value j0, Value cols, Value crossesDiagonal);
+  /// sT[j][:] for the keys j0 + [0, cols) (and up to the end of their last tile): q.k (capped
+  /// with a softcap), or -inf in the lanes of queries that cannot see the key where `needsMask`
+  /// (an i1 telling whether the block crosses a causal or window limit of its rows; null for a
+  /// layer with neither).
+  void buildScores(Value j0, Value cols, Value needsMask);
+  /// c * tanh(s / c) of the scores `x` (a vector, in the units the softmax reads: base-2 and
+  /// scaled for the f32 products, unscaled for the bf16 ones), for the softcap c.
+  Value softcapScores(Value x);
+  /// The lanes of the block's queries (positions `lanePositions`, i32) that see `key`: those
+  /// at or past firstSeeingPosition with causal, and up to lastSeeingPosition with a window.
+  Value seesKey(Value lanePositions, Value key);
+  /// sums += 2^(sink - m) for each row, in the softmax's units (sinks): the sink logit of the
+  /// row's head joins its denominator. `maxes` are the rows' running maxima.
+  void addSinks(ValueRange maxes, SmallVectorImpl<Value> &sums);
   /// The online softmax of one key block, over the block's vectors of queries: m' = max(m,
   /// max_j sT[j]) (`oldMax` is m); alpha = 2^(m - m') into alpha_; pT = 2^(sT - m') in place
   /// (with AMX: into probabilityPairs_); returns m' and then l' = alpha * l + sum_j pT[j]
@@ -208,6 +223,8 @@ private:
   /// The first position (i32) of the block's rows that sees `key`: lanes at positions from it
   /// on see it.
   Value firstSeeingPosition(Value key);
+  /// The last position (i32) of the block's rows whose window holds `key` (-1: none).
+  Value lastSeeingPosition(Value key);
 
   // bf16 products (AmxProducts.cpp). The keys and values of the whole call are first rounded
   // to bf16 into buffers laid out for AMX's tiles, which every query block then reads.
@@ -231,6 +248,8 @@ private:
   void buildAmxScores(Value j0, Value cols);
   /// sT[j] = -inf in the lanes of queries that cannot see key j0 + j, for j < cols.
   void maskScores(Value j0, Value cols);
+  /// sT[j] = softcapScores(sT[j]) for j < cols.
+  void capScores(Value cols);
   /// accT = alpha * accT + v^T . pT: on tiles, from probabilityPairs_ (on AMX the whole key
   /// block, in vdpbf16ps the pairs that hold the `cols` valid keys).
   void buildAmxValueUpdate(Value j0, Value cols);
@@ -244,16 +263,21 @@ private:
   AttentionBlocking blocking_;
   std::optional<LongCallBlocking> longCalls_;
   int64_t headDim_;
-  /// f32, the inputs' element type and the result's (bf16 where the result is stored rounded).
-  Type f32_, elementType_, resultElementType_;
+  /// The sliding window's keys per query (0: none).
+  int64_t window_;
+  /// f32, the queries' element type, the keys' and values' (a bf16 cache's under f32 queries)
+  /// and the result's (bf16 where the result is stored rounded).
+  Type f32_, elementType_, keyElementType_, resultElementType_;
   VectorType laneVector_, headVector_;
   // Inputs and the output, and what every iteration of the parallel loop shares.
   Value query_, key_, value_, out_, batch_, group_, kvCol_, qCol_, i0_, diagonal_, lastKey_,
       lastPosition_;
+  // A decoder layer's cache lengths and sinks, where it has them.
+  Value cacheLen_, sinks_;
   // Where the next iteration's block starts, and its keys' column.
   Value nextBatch_, nextI0_, nextQCol_, nextKvCol_;
-  // Scratch of one parallel iteration.
-  Value queryT_, scores_, acc_, alpha_;
+  // Scratch of one parallel iteration (sinkRows_: each row's sink, in the softmax's units).
+  Value queryT_, scores_, acc_, alpha_, sinkRows_;
   // Vectors of the block's lanes: all 0, all -inf.
   Value zeros_, negInfs_;
   // AMX: the call's keys and values in bf16 (buildAmxOperands); a task's queries and

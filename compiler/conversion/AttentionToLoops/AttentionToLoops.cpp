@@ -74,18 +74,29 @@ MemRefType anyLayoutMemRef(RankedTensorType tensorType) {
 
 Value AttentionLowering::build() {
   auto queryType = op_.getQuery().getType();
-  auto keyType = op_.getKey().getType();
-  query_ = bufferization::ToBufferOp::create(b_, loc_, anyLayoutMemRef(queryType), op_.getQuery(),
-                                             /*read_only=*/true);
-  key_ = bufferization::ToBufferOp::create(b_, loc_, anyLayoutMemRef(keyType), op_.getKey(),
-                                           /*read_only=*/true);
-  value_ = bufferization::ToBufferOp::create(b_, loc_, anyLayoutMemRef(keyType), op_.getValue(),
-                                             /*read_only=*/true);
-  Value kvLens;
-  if (Value lens = op_.getKvLens())
-    kvLens = bufferization::ToBufferOp::create(
-        b_, loc_, anyLayoutMemRef(cast<RankedTensorType>(lens.getType())), lens,
+  auto readOnly = [&](Value tensor) -> Value {
+    if (!tensor)
+      return {};
+    return bufferization::ToBufferOp::create(
+        b_, loc_, anyLayoutMemRef(cast<RankedTensorType>(tensor.getType())), tensor,
         /*read_only=*/true);
+  };
+  query_ = readOnly(op_.getQuery());
+  if (op_.readsCache()) {
+    // The caches [B, N, Hkv, Dh], seen as rows of packed heads like a projection's keys.
+    auto rows = [&](Value cache) -> Value {
+      return memref::CollapseShapeOp::create(b_, loc_, cache,
+                                             ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+    };
+    key_ = rows(op_.getKey());
+    value_ = rows(op_.getValue());
+  } else {
+    key_ = readOnly(op_.getKey());
+    value_ = readOnly(op_.getValue());
+  }
+  Value kvLens = readOnly(op_.getKvLens());
+  cacheLen_ = readOnly(op_.getCacheLen());
+  sinks_ = readOnly(op_.getSinks());
 
   Value c1 = index(1);
   Value batchSize = memref::DimOp::create(b_, loc_, query_, 0);
@@ -169,6 +180,16 @@ void AttentionLowering::buildBlocks(Value batchSize, Value seq, Value kvSeq, Val
     Value len = memref::LoadOp::create(b_, loc_, kvLens, batch_);
     kvLen = arith::IndexCastOp::create(b_, loc_, b_.getIndexType(), len);
   }
+  if (cacheLen_) {
+    // The block's rows have positions cache_len[b] + i, and see the cache's first
+    // cache_len[b] + S rows (the entry point has checked that they are in it); no row past
+    // them is read, not even by a partial tile.
+    Value past = arith::IndexCastOp::create(b_, loc_, b_.getIndexType(),
+                                            memref::LoadOp::create(b_, loc_, cacheLen_, batch_));
+    diagonal_ = past;
+    kvLen = add(past, seq);
+    lastKey_ = sub(kvLen, c1);
+  }
   qCol_ = mul(group, index(blocking_.heads * headDim_));
   kvCol_ = mul(group, dh);
   // Valid positions of each head in the block.
@@ -207,25 +228,56 @@ void AttentionLowering::buildBlocks(Value batchSize, Value seq, Value kvSeq, Val
       storeVector(splat(headVector_, zero), acc_, {r, c0});
     });
 
-  // Keys past the block's last row's limit are masked for every row of the block.
+  // Keys past the block's last row's limit are masked for every row of the block, and keys
+  // before its first row's window: those key blocks are never visited, so a windowed layer's
+  // cost grows with S x W. The first block visited starts on a whole key block (the bf16
+  // products' layouts are in whole blocks) and is masked below the window.
   Value blockEnd = kvLen;
   if (op_.getCausal())
     blockEnd = minIndex(kvLen, maxIndex(c0, add(add(i0_, rows), diagonal_)));
+  Value blockStart = c0, windowStart;
+  if (window_) {
+    Value firstKey = maxIndex(c0, sub(add(i0_, diagonal_), index(window_ - 1)));
+    blockStart = mul(arith::DivSIOp::create(b_, loc_, firstKey, index(keyBlock)), index(keyBlock));
+    // The first key the block's last row sees: blocks starting before it need the mask.
+    windowStart = sub(add(add(i0_, sub(rows, c1)), diagonal_), index(window_ - 1));
+  }
+  if (sinks_) {
+    // Each row's sink logit, in the units of the softmax's state (log2 e joins it, and the
+    // bf16 products' unscaled scores divide by the scale).
+    sinkRows_ = scratch({queryBlock}, f32_);
+    double units = unscaledScores() ? 1 / op_.getScale().convertToDouble() : kLog2E;
+    Value firstHead = mul(group, index(blocking_.heads));
+    forLoop(c0, index(queryBlock), c1, [&](Value r) {
+      Value head = minIndex(arith::DivUIOp::create(b_, loc_, r, positions),
+                            index(blocking_.heads - 1));
+      Value sink = loadScalar(sinks_, ValueRange{add(firstHead, head)});
+      memref::StoreOp::create(b_, loc_, arith::MulFOp::create(b_, loc_, sink, f32(units)),
+                              sinkRows_, r);
+    });
+  }
 
   SmallVector<Value> initial(blockVectors, negInfs_);
   initial.append(blockVectors, zeros_);
   SmallVector<Value> state =
-      forLoop(c0, blockEnd, index(keyBlock), initial, [&](Value j0, ValueRange carried) {
+      forLoop(blockStart, blockEnd, index(keyBlock), initial, [&](Value j0, ValueRange carried) {
         ValueRange oldMax = carried.take_front(blockVectors);
         ValueRange oldSum = carried.drop_front(blockVectors);
         Value cols = minIndex(index(keyBlock), sub(blockEnd, j0));
-        // Only blocks past the diagonal of the block's first row need masks.
-        Value crossesDiagonal;
+        // Only blocks past the diagonal of the block's first row, or before the window of its
+        // last, need masks.
+        Value needsMask;
         if (op_.getCausal())
-          crossesDiagonal = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sgt,
-                                                  add(j0, cols), add(add(i0_, diagonal_), c1));
+          needsMask = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sgt, add(j0, cols),
+                                            add(add(i0_, diagonal_), c1));
+        if (windowStart) {
+          Value belowWindow =
+              arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::slt, j0, windowStart);
+          needsMask =
+              needsMask ? arith::OrIOp::create(b_, loc_, needsMask, belowWindow) : belowWindow;
+        }
         if (!blocking_.bf16Products()) {
-          buildScores(j0, cols, crossesDiagonal);
+          buildScores(j0, cols, needsMask);
           SmallVector<Value> next = buildSoftmax(cols, oldMax, oldSum);
           buildValueUpdate(j0, cols, rowsInUse);
           return next;
@@ -235,8 +287,10 @@ void AttentionLowering::buildBlocks(Value batchSize, Value seq, Value kvSeq, Val
           buildKeyPrefetches(batch_, next, minIndex(add(next, index(keyBlock)), blockEnd), kvCol_);
         }
         buildAmxScores(j0, cols);
-        if (crossesDiagonal)
-          ifThen(crossesDiagonal, [&] { maskScores(j0, cols); });
+        if (op_.getSoftcap())
+          capScores(cols);
+        if (needsMask)
+          ifThen(needsMask, [&] { maskScores(j0, cols); });
         SmallVector<Value> next = buildSoftmax(cols, oldMax, oldSum);
         buildAmxValueUpdate(j0, cols);
         return next;
@@ -244,7 +298,10 @@ void AttentionLowering::buildBlocks(Value batchSize, Value seq, Value kvSeq, Val
 
   if (blocking_.bf16Products())
     transposeAccumulators();
-  buildOutput(rows, ValueRange(state).drop_front(blockVectors));
+  SmallVector<Value> sums(ValueRange(state).drop_front(blockVectors));
+  if (sinks_)
+    addSinks(ValueRange(state).take_front(blockVectors), sums);
+  buildOutput(rows, sums);
 }
 
 namespace {
@@ -311,10 +368,18 @@ struct ConvertMhaAttentionToLoopsPass
     getOperation().walk([&](mha::AttentionOp op) { ops.push_back(op); });
     for (mha::AttentionOp op : ops) {
       SmallVector<AttentionBlocking, 2> blockings;
-      for (int64_t growth : blockGrowths(op.getKey().getType().getDimSize(1), longKeys,
-                                         longBlockGrowth))
+      // A cache's length is its capacity, not a call's keys: its calls take one blocking.
+      int64_t keys = op.readsCache() ? ShapedType::kDynamic
+                                     : cast<ShapedType>(op.getKey().getType()).getDimSize(1);
+      for (int64_t growth :
+           blockGrowths(keys, op.readsCache() ? 0 : longKeys, longBlockGrowth))
         blockings.push_back(blockingOf(op, growth));
       for (const AttentionBlocking &blocking : blockings) {
+        if (blocking.bf16Products() && op.readsCache()) {
+          op.emitError("attention's bf16 products lay out a call's keys and values, and do not "
+                       "read caches: use f32 products (attention_compute = f32)");
+          return signalPassFailure();
+        }
         int64_t headStep = bf16ProductsHeadStep(blocking.products != AttentionProducts::Dot);
         if (blocking.bf16Products() &&
             (vectorLanes != kAmxTileRows || blocking.queryBlock % kAmxTileRows != 0 ||

@@ -14,7 +14,6 @@
 
 namespace mhac {
 
-static constexpr double kLog2E = 1.4426950408889634;
 
 double AttentionLowering::scoreScale() { return op_.getScaleAttr().getValueAsDouble() * kLog2E; }
 

@@ -33,13 +33,54 @@ Value AttentionLowering::firstSeeingPosition(Value key) {
   return arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), first);
 }
 
-void AttentionLowering::buildScores(Value j0, Value cols, Value crossesDiagonal) {
+Value AttentionLowering::lastSeeingPosition(Value key) {
+  // Window: the query at position i0 + p sees key j when j > i0 + p + diagonal - window.
+  Value last = sub(add(sub(key, diagonal_), index(window_ - 1)), i0_);
+  last = minIndex(maxIndex(last, index(-1)), index(blocking_.positions));
+  return arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), last);
+}
+
+Value AttentionLowering::seesKey(Value lanePositions, Value key) {
+  auto laneType = cast<VectorType>(lanePositions.getType());
+  Value sees;
+  if (op_.getCausal())
+    sees = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sge, lanePositions,
+                                 splat(laneType, firstSeeingPosition(key)));
+  if (window_) {
+    Value inWindow = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sle, lanePositions,
+                                           splat(laneType, lastSeeingPosition(key)));
+    sees = sees ? arith::AndIOp::create(b_, loc_, sees, inWindow) : inWindow;
+  }
+  return sees;
+}
+
+Value AttentionLowering::softcapScores(Value x) {
+  // In the softmax's units a score is u * s: log2(e) for the f32 products, 1 / scale for the
+  // unscaled bf16 ones. c * tanh(s / c) is then k * tanh(x / k) with k = u * c, and
+  // tanh(y) = sign(y) (1 - t) / (1 + t) with t = e^(-2 |y|) = 2^(-2 log2(e) |y|), at most 1:
+  // exp2's range. Its error (2.3e-7 relative) moves a capped score by about c * 2.3e-7.
+  auto type = cast<VectorType>(x.getType());
+  double units = unscaledScores() ? 1 / op_.getScale().convertToDouble() : kLog2E;
+  double k = units * op_.getSoftcap()->convertToDouble();
+  Value y = arith::MulFOp::create(b_, loc_, x, splat(type, f32(1 / k)));
+  Value magnitude = arith::MaximumFOp::create(b_, loc_, y, arith::NegFOp::create(b_, loc_, y));
+  Value t = exp2(arith::MulFOp::create(b_, loc_, magnitude, splat(type, f32(-2 * kLog2E))));
+  Value one = splat(type, f32(1));
+  Value ratio = arith::DivFOp::create(b_, loc_, arith::SubFOp::create(b_, loc_, one, t),
+                                      arith::AddFOp::create(b_, loc_, one, t));
+  Value negative = arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OLT, y,
+                                         splat(type, f32(0)));
+  Value tanh = arith::SelectOp::create(b_, loc_, negative,
+                                       arith::NegFOp::create(b_, loc_, ratio), ratio);
+  return arith::MulFOp::create(b_, loc_, tanh, splat(type, f32(k)));
+}
+
+void AttentionLowering::buildScores(Value j0, Value cols, Value needsMask) {
   int64_t tile = blocking_.keyTile, chunk = blocking_.queryChunk, lanes = blocking_.lanes;
   // A chunk is carried as its register-wide vectors, one by one: a chunk of three vectors as
   // one 48-lane vector came out of LLVM mostly scalarized (1280 instructions for 24 FMAs).
   int64_t chunkVectors = chunk / lanes;
   Value c0 = index(0), c1 = index(1);
-  auto laneType = VectorType::get({lanes}, b_.getI32Type());
   Value negInf = splat(laneVector_, f32(-std::numeric_limits<double>::infinity()));
 
   // One tile of keys from j0 + jt on. A whole tile reads its rows as they are, at constant
@@ -63,7 +104,7 @@ void AttentionLowering::buildScores(Value j0, Value cols, Value crossesDiagonal)
     // rows, which the p.v update reads after the block's scores and softmax: a head's values
     // come from L3 for its first query block.
     auto prefetch = [&](Value memref, Value row) {
-      for (int64_t column = 0; column < headDim_; column += lineElements(elementType_))
+      for (int64_t column = 0; column < headDim_; column += lineElements(keyElementType_))
         memref::PrefetchOp::create(b_, loc_, memref,
                                    ValueRange{batch_, row, add(kvCol_, index(column))},
                                    /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
@@ -98,31 +139,29 @@ void AttentionLowering::buildScores(Value j0, Value cols, Value crossesDiagonal)
             }
             return next;
           });
+      // The softcap, in registers.
+      if (op_.getSoftcap())
+        for (Value &sum : sums)
+          sum = softcapScores(sum);
       // Stores the chunk's scores, each lane masked to -inf where its query cannot see the key.
       auto store = [&](bool masked) {
-        SmallVector<Value> firstValid;
-        if (masked)
-          for (int64_t t = 0; t < tile; ++t)
-            firstValid.push_back(firstSeeingPosition(add(firstKey, index(t))));
         for (int64_t v = 0; v < chunkVectors; ++v) {
           Value q = add(q0, index(v * lanes));
           Value lanePosition = masked ? queryPositions(q) : Value();
           for (int64_t t = 0; t < tile; ++t) {
             Value sum = sums[t * chunkVectors + v];
-            if (masked) {
-              Value valid = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sge, lanePosition,
-                                                  splat(laneType, firstValid[t]));
-              sum = arith::SelectOp::create(b_, loc_, valid, sum, negInf);
-            }
+            if (masked)
+              sum = arith::SelectOp::create(
+                  b_, loc_, seesKey(lanePosition, add(firstKey, index(t))), sum, negInf);
             storeVector(sum, scores_, {add(jt, index(t)), q});
           }
         }
       };
-      if (!crossesDiagonal) {
+      if (!needsMask) {
         store(/*masked=*/false);
         return;
       }
-      auto ifOp = scf::IfOp::create(b_, loc_, crossesDiagonal, /*withElseRegion=*/true);
+      auto ifOp = scf::IfOp::create(b_, loc_, needsMask, /*withElseRegion=*/true);
       OpBuilder::InsertionGuard guard(b_);
       b_.setInsertionPointToStart(ifOp.thenBlock());
       store(/*masked=*/true);

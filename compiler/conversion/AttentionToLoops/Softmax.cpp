@@ -89,6 +89,22 @@ SmallVector<Value> AttentionLowering::buildSoftmax(Value cols, ValueRange oldMax
   return next;
 }
 
+void AttentionLowering::addSinks(ValueRange maxes, SmallVectorImpl<Value> &sums) {
+  // A row that saw no key has the maximum -inf, and its sum becomes 2^sink: its output is 0
+  // either way (no value was accumulated). The exponent is clamped at 127, where 2^x stays
+  // finite: a sink that large makes the row's probabilities vanish, as they do in float64.
+  for (size_t v = 0; v < maxes.size(); ++v) {
+    Value isEmpty = arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OEQ, maxes[v], negInfs_);
+    Value shift = arith::SelectOp::create(b_, loc_, isEmpty, zeros_, maxes[v]);
+    Value sink = loadVector(laneVector_, sinkRows_, {vectorOffset(static_cast<int64_t>(v))});
+    Value exponent = arith::SubFOp::create(b_, loc_, sink, shift);
+    if (unscaledScores())
+      exponent = arith::MulFOp::create(b_, loc_, exponent, splat(laneVector_, f32(scoreScale())));
+    exponent = arith::MinimumFOp::create(b_, loc_, exponent, splat(laneVector_, f32(127)));
+    sums[v] = arith::AddFOp::create(b_, loc_, sums[v], exp2(exponent));
+  }
+}
+
 void AttentionLowering::buildOutput(Value rows, ValueRange sums) {
   Value c0 = index(0);
   int64_t blockVectors = blocking_.queryBlock / blocking_.lanes;

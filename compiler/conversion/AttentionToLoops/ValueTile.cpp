@@ -78,7 +78,7 @@ void AttentionLowering::locateNextBlock(Value group, int64_t groups, Value batch
 
 void AttentionLowering::buildKeyPrefetches(Value batch, Value first, Value end, Value column) {
   forLoop(first, end, index(1), [&](Value key) {
-    for (int64_t offset = 0; offset < headDim_; offset += lineElements(elementType_))
+    for (int64_t offset = 0; offset < headDim_; offset += lineElements(keyElementType_))
       memref::PrefetchOp::create(b_, loc_, key_, ValueRange{batch, key, add(column, index(offset))},
                                  /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
   });

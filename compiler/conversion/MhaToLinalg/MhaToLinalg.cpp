@@ -670,6 +670,11 @@ struct ConvertMhaToLinalgPass : impl::ConvertMhaToLinalgBase<ConvertMhaToLinalgP
                                "vector-lanes must not be negative");
       return signalPassFailure();
     }
+    // The parameters no projection reads (q/k norm weights, sinks) are marked here; the
+    // projections mark theirs as they are lowered.
+    for (BlockArgument arg : getOperation().getArguments())
+      if (llvm::any_of(arg.getUses(), mha::isParameterOperand))
+        markParameter(arg);
     patterns.add<LinearOpLowering>(&getContext(), panelWidth, rowTile, cacheRows, rowPadding,
                                    bf16Pairs, vectorLanes);
     // One walk, without folding: each projection is rewritten exactly once, as written.

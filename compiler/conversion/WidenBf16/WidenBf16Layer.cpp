@@ -35,7 +35,7 @@ bool isBf16Tensor(Type type) {
 SmallVector<mha::LinearOp, 3> operandProjections(mha::AttentionOp attention,
                                                  const llvm::DenseSet<Operation *> &widened) {
   SmallVector<mha::LinearOp, 3> projections;
-  for (Value operand : {attention.getQuery(), attention.getKey(), attention.getValue()}) {
+  for (Value operand : {Value(attention.getQuery()), attention.getKey(), attention.getValue()}) {
     auto projection = operand.getDefiningOp<mha::LinearOp>();
     if (!projection || !widened.contains(projection) ||
         !llvm::all_of(projection->getUsers(), llvm::IsaPred<mha::AttentionOp>))
@@ -92,10 +92,7 @@ struct WidenBf16LayerPass : impl::WidenBf16LayerBase<WidenBf16LayerPass> {
     for (BlockArgument arg : entry.getArguments()) {
       if (!isBf16Tensor(arg.getType()) || arg.use_empty())
         continue;
-      bool parameter = llvm::any_of(arg.getUses(), [](OpOperand &use) {
-        auto linear = dyn_cast<mha::LinearOp>(use.getOwner());
-        return linear && (use.get() == linear.getWeight() || use.get() == linear.getBias());
-      });
+      bool parameter = llvm::any_of(arg.getUses(), mha::isParameterOperand);
       if (parameter)
         func.setArgAttr(arg.getArgNumber(), kParameterAttr, b.getUnitAttr());
       // The uses to redirect: those of the layer, not of the widening's own size queries.
@@ -111,7 +108,7 @@ struct WidenBf16LayerPass : impl::WidenBf16LayerBase<WidenBf16LayerPass> {
     }
     llvm::DenseSet<Operation *> widenedProjections;
     func.walk([&](Operation *op) {
-      if (!isa<mha::LinearOp, mha::AttentionOp>(op))
+      if (!isa<mha::LinearOp, mha::AttentionOp, mha::RmsNormOp, mha::RopeOp>(op))
         return;
       if (isa<mha::LinearOp>(op) && isBf16Tensor(op->getResult(0).getType()))
         widenedProjections.insert(op);

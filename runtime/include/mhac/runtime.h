@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 /* Version of the layout of `mhac_layer`; bumped whenever a field changes. */
-#define MHAC_ABI_VERSION 5
+#define MHAC_ABI_VERSION 6
 
 /* Version of the schedule file format that mhac_layer.schedule is written in. */
 #define MHAC_SCHEDULE_FORMAT 1
@@ -39,6 +39,8 @@ typedef enum mhac_status {
   MHAC_ERROR_UNSUPPORTED_CPU = 7,  /* this CPU lacks a feature the layer was compiled for */
   MHAC_ERROR_NO_DEVICE = 8,        /* a CUDA layer found no NVIDIA driver or no GPU */
   MHAC_ERROR_DRIVER = 9,           /* the CUDA driver failed: see mhac_cuda_last_error() */
+  MHAC_ERROR_BAD_CACHE_LEN = 10,   /* a cache_len entry is negative, or cache_len + seq exceeds
+                                      the cache's positions (kv_cache); nothing is written */
 } mhac_status;
 
 /* A one-line description of a status code, for messages; never NULL. */
@@ -55,6 +57,29 @@ typedef struct mhac_sizes {
   int64_t kv_seq; /* ignored (taken as seq) unless the layer is cross-attention */
 } mhac_sizes;
 
+/* A decoder layer's rotary embedding (docs/language.md, "Decoder layers"): the rope keys, with
+ * the parameters its scaling does not use 0. */
+typedef enum mhac_rope_kind {
+  MHAC_ROPE_NONE = 0,
+  MHAC_ROPE_HALF = 1,        /* feature d pairs with d + dim/2 (Hugging Face's rotate_half) */
+  MHAC_ROPE_INTERLEAVED = 2, /* features 2i and 2i + 1 pair (GPT-J, GGUF) */
+} mhac_rope_kind;
+typedef enum mhac_rope_scaling {
+  MHAC_ROPE_SCALING_NONE = 0,
+  MHAC_ROPE_SCALING_LINEAR = 1,
+  MHAC_ROPE_SCALING_LLAMA3 = 2,
+  MHAC_ROPE_SCALING_YARN = 3,
+} mhac_rope_scaling;
+typedef struct mhac_rope {
+  int32_t kind;    /* mhac_rope_kind */
+  int32_t scaling; /* mhac_rope_scaling */
+  int64_t dim;     /* rope_dim: rotated features per head */
+  int64_t original_max;
+  double base, factor, low_freq_factor, high_freq_factor, beta_fast, beta_slow;
+  double attention_factor; /* rope_attention_factor; 0: the scaling's own */
+  int32_t truncate;        /* rope_truncate (yarn) */
+} mhac_rope;
+
 /* Description of one compiled layer; see docs/language.md for the meaning of each size. */
 typedef struct mhac_layer {
   int32_t abi_version; /* MHAC_ABI_VERSION of the compiler that produced it */
@@ -65,7 +90,8 @@ typedef struct mhac_layer {
   int32_t cross, causal, kv_lens, bias; /* 0 or 1 */
   float scale;
   /* Number of tensor pointers run_packed takes: x, [memory], wq, [bq], wk, [bk], wv, [bv],
-   * wo, [bo], [kv_lens], out, in this order (bracketed ones only when the layer has them). */
+   * wo, [bo], [q_norm, k_norm], [sinks], [kv_lens], [k_cache, v_cache, cache_len], out, in
+   * this order (bracketed ones only when the layer has them). */
   int32_t num_tensors;
   /* Runs the layer. `tensors` holds num_tensors pointers; `sizes` gives the dimensions that
    * are MHAC_DYNAMIC (the others are ignored). Returns an mhac_status. */
@@ -90,12 +116,23 @@ typedef struct mhac_layer {
    * ("cuda:sm_80"): every tensor pointer is then CUDA device memory (kv_lens too), the prepared
    * block as well, and the packed functions run on the default stream, asynchronously. */
   const char *device;
+  /* Decoder layers (docs/language.md, "Decoder layers"); 0 where the layer has no such key. */
+  mhac_rope rope;
+  int64_t kv_cache;   /* N: positions of k_cache and v_cache [batch, N, kv_heads, head_dim] */
+  int64_t window;     /* a query at position p sees keys j > p - window */
+  double softcap;     /* scores s become softcap * tanh(s / softcap) */
+  int32_t qk_norm;    /* 1: q and k heads RMS-normalized with q_norm, k_norm [head_dim] */
+  double qk_norm_eps;
+  int32_t sinks;      /* 1: a logit per query head, sinks [heads], joins each softmax */
 } mhac_layer;
 
 /* FLOPs of one call of `layer` at the given sizes (dynamic ones taken from `sizes`):
  * 2·B·S·D·(H·Dh) for the query projection, 2·2·B·Skv·kv_dim·(Hkv·Dh) for keys and values,
  * 2·B·S·(H·Dh)·D for the output projection, and 4·B·H·S·Skv·Dh for attention, halved when
- * causal. Returns 0 when a needed size is missing or not positive. */
+ * causal. For a layer with a KV cache, sizes->kv_seq is read as every row's cache_len: the keys
+ * and values projected are the S new ones, attention's keys cache_len + S (cache_len + the
+ * query's own position when causal), at most `window` of them. Returns 0 when a needed size is
+ * missing or not positive (a cache_len may be 0). */
 double mhac_layer_flops(const mhac_layer *layer, const mhac_sizes *sizes);
 
 /*===----------------------------------------------------------------------===*

@@ -159,12 +159,52 @@ TEST(WeightsTest, ReportsTransposedAndBadlyShapedBiases) {
                         "tensor 'in_proj_weight' has shape [8, 4], expected [12, 4]"));
 }
 
+TEST(WeightsTest, MissingBiasesBesideGivenOnesAreZeros) {
+  // Hugging Face checkpoints of Qwen2 have q, k and v biases and none on o_proj.
+  WeightExpectation expected = crossAttention();
+  TensorMap tensors = nativeTensors(expected);
+  tensors.erase("o_proj.bias");
+  Expected<LayerWeights> weights = resolveWeights(tensors, expected, kFile);
+  ASSERT_TRUE(weights) << weights.error();
+  ASSERT_TRUE(weights->o.bias);
+  EXPECT_EQ(weights->o.bias->shape, std::vector<int64_t>{expected.o.outFeatures});
+  for (float value : weights->o.bias->f32)
+    EXPECT_EQ(value, 0.0f);
+  EXPECT_EQ(weights->k.bias->f32, tensors.at("k_proj.bias").f32);
+}
+
+TEST(WeightsTest, DecoderTensors) {
+  WeightExpectation expected = crossAttention();
+  expected.normWidth = 3;
+  expected.sinks = 5;
+  TensorMap tensors = nativeTensors(expected);
+  EXPECT_TRUE(failsWith(resolveWeights(tensors, expected, kFile), kFile,
+                        "missing tensor 'q_norm.weight' (expected shape [3])"));
+  tensors["q_norm.weight"] = f32({3});
+  tensors["k_norm.weight"] = f32({3});
+  tensors["sinks"] = f32({4});
+  EXPECT_TRUE(failsWith(resolveWeights(tensors, expected, kFile), kFile,
+                        "tensor 'sinks' has shape [4], expected [5]"));
+  tensors["sinks"] = f32({5});
+  // A checkpoint's stored rotary frequencies are no weight: skipped.
+  tensors["rotary_emb.inv_freq"] = f32({2});
+  Expected<LayerWeights> weights = resolveWeights(tensors, expected, kFile);
+  ASSERT_TRUE(weights) << weights.error();
+  EXPECT_EQ(weights->qNorm->shape, std::vector<int64_t>{3});
+  EXPECT_EQ(weights->sinks->shape, std::vector<int64_t>{5});
+  // A layer without them takes none.
+  EXPECT_TRUE(failsWith(resolveWeights(tensors, crossAttention(), kFile), kFile,
+                        "unexpected tensor 'q_norm.weight': the layer has no qk_norm (qk_norm = "
+                        "rms)"));
+}
+
 TEST(WeightsTest, ReportsMissingTensors) {
   WeightExpectation expected = crossAttention();
   TensorMap tensors = nativeTensors(expected);
-  tensors.erase("k_proj.bias");
+  for (const char *bias : {"q_proj.bias", "k_proj.bias", "v_proj.bias", "o_proj.bias"})
+    tensors.erase(bias);
   EXPECT_TRUE(failsWith(resolveWeights(tensors, expected, kFile), kFile,
-                        "missing tensor 'k_proj.bias' (expected shape [2])"));
+                        "missing tensor 'q_proj.bias' (expected shape [4])"));
   EXPECT_TRUE(failsWith(resolveWeights(TensorMap{}, expected, kFile), kFile,
                         "missing tensor 'q_proj.weight' (expected shape [4, 8])"));
   TensorMap pytorch = pytorchTensors();

@@ -174,3 +174,139 @@ func.func @attention_rank(%q: tensor<2x8xf32>) {
   %0 = mha.attention %q, %q, %q heads(2) kv_heads(2) head_dim(4) scale(0.5) : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
   return
 }
+
+// -----
+
+func.func @rms_norm_weight(%x: tensor<1x2x32xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{weight size (8) must equal head_dim (16)}}
+  %0 = mha.rms_norm %x, %w heads(2) head_dim(16) eps(1.0e-6) : (tensor<1x2x32xf32>, tensor<8xf32>) -> tensor<1x2x32xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_width(%x: tensor<1x2x30xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{input width (30) must equal heads * head_dim (2 * 16)}}
+  %0 = mha.rms_norm %x, %w heads(2) head_dim(16) eps(1.0e-6) : (tensor<1x2x30xf32>, tensor<16xf32>) -> tensor<1x2x30xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_eps(%x: tensor<1x2x32xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{requires a positive finite eps}}
+  %0 = mha.rms_norm %x, %w heads(2) head_dim(16) eps(0.0) : (tensor<1x2x32xf32>, tensor<16xf32>) -> tensor<1x2x32xf32>
+  return
+}
+
+// -----
+
+func.func @rope_dim(%x: tensor<1x2x32xf32>) {
+  // expected-error @+1 {{dim (18) must be even and at most head_dim (16)}}
+  %0 = mha.rope %x heads(2) head_dim(16) half dim(18) base(1.0e4) : (tensor<1x2x32xf32>) -> tensor<1x2x32xf32>
+  return
+}
+
+// -----
+
+func.func @rope_base(%x: tensor<1x2x32xf32>) {
+  // expected-error @+1 {{requires a positive finite base}}
+  %0 = mha.rope %x heads(2) head_dim(16) interleaved dim(16) base(-1.0) : (tensor<1x2x32xf32>) -> tensor<1x2x32xf32>
+  return
+}
+
+// -----
+
+func.func @rope_scaling_needs(%x: tensor<1x2x32xf32>) {
+  // expected-error @+1 {{scaling llama3 needs low_freq_factor}}
+  %0 = mha.rope %x heads(2) head_dim(16) half dim(16) base(1.0e4) scaling llama3 {factor = 8.0 : f64} : (tensor<1x2x32xf32>) -> tensor<1x2x32xf32>
+  return
+}
+
+// -----
+
+func.func @rope_scaling_extra(%x: tensor<1x2x32xf32>) {
+  // expected-error @+1 {{beta_fast is not a parameter of scaling linear}}
+  %0 = mha.rope %x heads(2) head_dim(16) half dim(16) base(1.0e4) scaling linear {factor = 8.0 : f64, beta_fast = 32.0 : f64} : (tensor<1x2x32xf32>) -> tensor<1x2x32xf32>
+  return
+}
+
+// -----
+
+func.func @rope_llama3_order(%x: tensor<1x2x32xf32>) {
+  // expected-error @+1 {{requires high_freq_factor above low_freq_factor}}
+  %0 = mha.rope %x heads(2) head_dim(16) half dim(16) base(1.0e4) scaling llama3 {factor = 8.0 : f64, low_freq_factor = 4.0 : f64, high_freq_factor = 1.0 : f64, original_max = 8192 : i64} : (tensor<1x2x32xf32>) -> tensor<1x2x32xf32>
+  return
+}
+
+// -----
+
+func.func @rope_truncate(%x: tensor<1x2x32xf32>) {
+  // expected-error @+1 {{truncate and attention_factor are parameters of scaling yarn}}
+  %0 = mha.rope %x heads(2) head_dim(16) half dim(16) base(1.0e4) {truncate = false} : (tensor<1x2x32xf32>) -> tensor<1x2x32xf32>
+  return
+}
+
+// -----
+
+func.func @cache_write_width(%k: tensor<1x2x32xf32>, %cache: memref<1x8x2x8xf32>, %len: tensor<1xi32>) {
+  // expected-error @+1 {{input width (32) must equal the cache's kv_heads * head_dim (16)}}
+  mha.cache_write %k into %cache at %len : tensor<1x2x32xf32> into memref<1x8x2x8xf32> at tensor<1xi32>
+  return
+}
+
+// -----
+
+func.func @cache_write_batch(%k: tensor<2x2x32xf32>, %cache: memref<1x8x2x16xf32>, %len: tensor<2xi32>) {
+  // expected-error @+1 {{input, cache and positions must share one batch}}
+  mha.cache_write %k into %cache at %len : tensor<2x2x32xf32> into memref<1x8x2x16xf32> at tensor<2xi32>
+  return
+}
+
+// -----
+
+func.func @attention_cache_without_len(%q: tensor<1x2x64xf32>, %cache: memref<1x8x2x16xf32>) {
+  // expected-error @+1 {{reads its keys and values from caches, and needs cache_len}}
+  %0 = mha.attention %q, %cache, %cache heads(4) kv_heads(2) head_dim(16) scale(0.25) : (tensor<1x2x64xf32>, memref<1x8x2x16xf32>, memref<1x8x2x16xf32>) -> tensor<1x2x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_len_without_cache(%q: tensor<1x2x64xf32>, %k: tensor<1x2x32xf32>, %len: tensor<1xi32>) {
+  // expected-error @+1 {{takes cache_len only with caches (memrefs) as keys and values}}
+  %0 = mha.attention %q, %k, %k cache_len %len heads(4) kv_heads(2) head_dim(16) scale(0.25) : (tensor<1x2x64xf32>, tensor<1x2x32xf32>, tensor<1x2x32xf32>, tensor<1xi32>) -> tensor<1x2x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_cache_heads(%q: tensor<1x2x64xf32>, %cache: memref<1x8x4x8xf32>, %len: tensor<1xi32>) {
+  // expected-error @+1 {{caches [B, N, 4, 8] must have kv_heads (2) and head_dim (16) as their last dimensions}}
+  %0 = mha.attention %q, %cache, %cache cache_len %len heads(4) kv_heads(2) head_dim(16) scale(0.25) : (tensor<1x2x64xf32>, memref<1x8x4x8xf32>, memref<1x8x4x8xf32>, tensor<1xi32>) -> tensor<1x2x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_sinks(%q: tensor<1x2x64xf32>, %k: tensor<1x2x32xf32>, %sinks: tensor<2xf32>) {
+  // expected-error @+1 {{sinks size (2) must equal heads (4)}}
+  %0 = mha.attention %q, %k, %k sinks %sinks heads(4) kv_heads(2) head_dim(16) scale(0.25) : (tensor<1x2x64xf32>, tensor<1x2x32xf32>, tensor<1x2x32xf32>, tensor<2xf32>) -> tensor<1x2x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_softcap(%q: tensor<1x2x64xf32>, %k: tensor<1x2x32xf32>) {
+  // expected-error @+1 {{requires a positive finite softcap}}
+  %0 = mha.attention %q, %k, %k heads(4) kv_heads(2) head_dim(16) scale(0.25) softcap(-1.0) : (tensor<1x2x64xf32>, tensor<1x2x32xf32>, tensor<1x2x32xf32>) -> tensor<1x2x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_window(%q: tensor<1x2x64xf32>, %k: tensor<1x2x32xf32>) {
+  // expected-error @+1 {{attribute 'window' failed to satisfy constraint}}
+  %0 = mha.attention %q, %k, %k heads(4) kv_heads(2) head_dim(16) scale(0.25) window(0) : (tensor<1x2x64xf32>, tensor<1x2x32xf32>, tensor<1x2x32xf32>) -> tensor<1x2x64xf32>
+  return
+}
