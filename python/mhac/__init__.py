@@ -10,14 +10,15 @@ arrays and PyTorch CPU tensors.
     y = module.bert.load_weights("weights.safetensors")(x)
 """
 
+from ._cache import KVCache
 from ._compile import CompileWarning, Module, compile, load
 from ._errors import CompileError, Error, RunError, WeightError
 from ._layer import Layer
 from ._runtime import get_num_threads, set_num_threads
-from ._specs import config_layer_text, from_torch, layer_text, torch_layer_text
+from ._specs import config_layer_text, from_hf, from_torch, layer_text, torch_layer_text
 
 __all__ = [
-    "CompileError", "CompileWarning", "Error", "Layer", "Module", "RunError", "WeightError",
-    "compile", "config_layer_text", "from_torch", "get_num_threads", "layer_text", "load",
-    "set_num_threads", "torch_layer_text",
+    "CompileError", "CompileWarning", "Error", "KVCache", "Layer", "Module", "RunError",
+    "WeightError", "compile", "config_layer_text", "from_hf", "from_torch", "get_num_threads",
+    "layer_text", "load", "set_num_threads", "torch_layer_text",
 ]

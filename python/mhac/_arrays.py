@@ -85,3 +85,12 @@ def empty_like_kind(shape, element, is_torch):
 
         return torch.empty(shape, dtype=_torch_dtype(element))
     return np.empty(shape, dtype=_NUMPY_DTYPES[element])
+
+
+def zeros_like_kind(shape, element, is_torch):
+    """A new zero-filled tensor of `shape`: PyTorch's when `is_torch`, else NumPy's."""
+    if is_torch:
+        import torch
+
+        return torch.zeros(shape, dtype=_torch_dtype(element))
+    return np.zeros(shape, dtype=_NUMPY_DTYPES[element])

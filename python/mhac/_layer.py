@@ -4,7 +4,7 @@ import ctypes
 
 import numpy as np
 
-from . import _arrays, _weights
+from . import _arrays, _cache, _weights
 from ._errors import Error
 from ._runtime import DTYPE_BF16, DYNAMIC, Sizes
 
@@ -14,6 +14,8 @@ class Layer:
 
         y = layer(x)                          # self-attention, x [B, S, D] or [S, D]
         y = layer(x, memory, kv_lens=lens)    # cross-attention, keys masked per batch entry
+        cache = layer.new_cache(batch)        # a decoder layer with a KV cache:
+        y = layer(x, cache=cache)             # x's S tokens join the cache, which advances
 
     Inputs are float32 (bf16 layers: torch.bfloat16, or uint16 arrays of raw bfloat16 bits),
     batch first; the result is a new tensor of x's kind (PyTorch in, PyTorch out), or `out`.
@@ -37,6 +39,21 @@ class Layer:
         self.cross, self.causal = bool(c.cross), bool(c.causal)
         self.kv_lens, self.bias = bool(c.kv_lens), bool(c.bias)
         self.scale = c.scale
+        # Decoder layers (docs/language.md, "Decoder layers").
+        self.rope = {0: None, 1: "half", 2: "interleaved"}.get(c.rope.kind)
+        self.rope_dim = c.rope.dim if self.rope else None
+        self.kv_cache = c.kv_cache or None
+        self.window = c.window or None
+        self.softcap = c.softcap or None
+        self.qk_norm = "rms" if c.qk_norm else None
+        self.sinks = bool(c.sinks)
+        #: Added to q_norm.weight and k_norm.weight as they load: 1 for Gemma's norms, which
+        #: multiply by (1 + weight) (from_hf sets it).
+        self.norm_weight_offset = 0.0
+        #: The checkpoint conventions load_weights applies by default (from_hf sets them): the
+        #: names of a model family's tensors, and the prefix of this layer's.
+        self.checkpoint_aliases = None
+        self.checkpoint_prefix = ""
         self.schedule = c.schedule.decode()
         self.cpu_features = c.cpu_features.decode()
         #: None for a CPU layer; the target of a layer compiled for a GPU ("cuda:sm_90").
@@ -51,7 +68,20 @@ class Layer:
         names = ["x"] + (["memory"] if self.cross else [])
         for p in _weights.PROJECTIONS:
             names += [f"{p}.weight"] + ([f"{p}.bias"] if self.bias else [])
-        return names + (["kv_lens"] if self.kv_lens else []) + ["out"]
+        names += list(self._decoder_weights())
+        names += ["kv_lens"] if self.kv_lens else []
+        names += ["k_cache", "v_cache", "cache_len"] if self.kv_cache else []
+        return names + ["out"]
+
+    def _decoder_weights(self):
+        """The decoder tensors among the layer's weights, with their shapes."""
+        weights = {}
+        if self.qk_norm:
+            weights["q_norm.weight"] = (self.head_dim,)
+            weights["k_norm.weight"] = (self.head_dim,)
+        if self.sinks:
+            weights["sinks"] = (self.heads,)
+        return weights
 
     def _expected_weights(self):
         width = self.heads * self.head_dim
@@ -63,14 +93,22 @@ class Layer:
     def _runtime(self):
         return self._module._runtime
 
-    def load_weights(self, weights, prefix=""):
+    def load_weights(self, weights, prefix=None, aliases=None):
         """Prepares the layer's weights (copied, in the layout its kernels read) from a
         state_dict, a torch.nn.Module, or a .safetensors path; `prefix` selects one layer of a
-        checkpoint (`model.layers.0.self_attn.`). Returns the layer."""
+        checkpoint (`model.layers.0.self_attn.`); `aliases` maps a checkpoint's own names to the
+        layer's (from_hf passes a model family's). Returns the layer."""
         self._module._check_open()
         self._check_cpu()
+        prefix = self.checkpoint_prefix if prefix is None else prefix
+        aliases = self.checkpoint_aliases if aliases is None else aliases
         resolved = _weights.resolve(_weights.tensors_of(weights), self._expected_weights(),
-                                    self.bias, prefix)
+                                    self.bias, prefix, extra=self._decoder_weights(),
+                                    aliases=aliases)
+        if self.norm_weight_offset:
+            for name in ("q_norm.weight", "k_norm.weight"):
+                resolved[name] = (_weights.to_element(resolved[name], "f32") +
+                                  np.float32(self.norm_weight_offset))
         element = self.dtype
         arrays = {name: _weights.to_element(value, element) for name, value in resolved.items()}
         pointers = (ctypes.c_void_p * len(self._names))()
@@ -114,10 +152,19 @@ class Layer:
                         "device pointers, which this package does not pass yet; call it from C "
                         "(see its header) or run it with mha-run")
 
-    def __call__(self, x, memory=None, kv_lens=None, *, out=None):
+    def new_cache(self, batch, capacity=None, torch=None):
+        """Empty KV caches for `batch` rows (a decoder layer with kv_cache): an mhac.KVCache of
+        keys and values [batch, kv_cache, kv_heads, head_dim] (PyTorch tensors where PyTorch is
+        installed, else NumPy arrays; `torch=` chooses) and lengths (int32, zeros). `capacity`,
+        if given, must be the compiled kv_cache."""
+        return _cache.new_cache(self, batch, capacity, torch)
+
+    def __call__(self, x, memory=None, kv_lens=None, *, out=None, cache=None):
+        if cache is not None and not self.batch_first:
+            raise Error(f"layer {self.name}: calls with a KV cache take batch-first inputs")
         if not self.batch_first:
             return self._call_sequence_first(x, memory, kv_lens, out)
-        return self._call(x, memory, kv_lens, out)
+        return self._call(x, memory, kv_lens, out, cache)
 
     def _call_sequence_first(self, x, memory, kv_lens, out):
         """A call on PyTorch's [S, B, D] layout: the inputs transposed into batch-first copies,
@@ -149,7 +196,7 @@ class Layer:
             np.copyto(out, result)
         return out
 
-    def _call(self, x, memory, kv_lens, out):
+    def _call(self, x, memory, kv_lens, out, cache=None):
         self._module._check_open()
         self._check_cpu()
         if self._prepared is None:
@@ -182,6 +229,13 @@ class Layer:
             buffers["kv_lens"] = lb
         elif kv_lens is not None:
             raise TypeError(f"layer {self.name} has no kv_lens mask (kv_lens = false)")
+        if self.kv_cache:
+            if cache is None:
+                raise TypeError(f"layer {self.name} has a KV cache: pass "
+                                f"cache=layer.new_cache({batch})")
+            buffers.update(_cache.cache_buffers(self, cache, batch))
+        elif cache is not None:
+            raise TypeError(f"layer {self.name} has no KV cache (kv_cache)")
         out_shape = xb.shape
         if out is None:
             out = _arrays.empty_like_kind(out_shape, element, xb.is_torch)
@@ -189,7 +243,8 @@ class Layer:
         if ob.shape != out_shape:
             raise ValueError(f"layer {self.name}: out has shape {list(ob.shape)}; it must have "
                              f"x's, {list(out_shape)}")
-        if any(b.address == ob.address for n, b in buffers.items() if n != "kv_lens"):
+        if any(b.address == ob.address for n, b in buffers.items()
+               if n not in ("kv_lens", "cache_len")):
             raise Error(f"layer {self.name}: out must not overlap the inputs")
         buffers["out"] = ob
         pointers = (ctypes.c_void_p * len(self._names))()
@@ -200,12 +255,15 @@ class Layer:
         status = self._runtime.lib.mhac_layer_run_prepared(self._info, pointers, self._prepared,
                                                            ctypes.byref(sizes))
         self._runtime.check(status, f"layer {self.name}")
+        if cache is not None:
+            cache.lengths += seq
         return out
 
     def flops(self, batch=None, seq=None, kv_seq=None):
-        """FLOPs of one call at these sizes (the declared ones where None)."""
-        sizes = Sizes(batch or self.batch or 0, seq or self.seq or 0,
-                      kv_seq or self.kv_seq or seq or self.seq or 0)
+        """FLOPs of one call at these sizes (the declared ones where None; for a layer with a
+        KV cache, kv_seq is every row's cache length before the call)."""
+        keys = (kv_seq or 0) if self.kv_cache else kv_seq or self.kv_seq or seq or self.seq or 0
+        sizes = Sizes(batch or self.batch or 0, seq or self.seq or 0, keys)
         return self._runtime.lib.mhac_layer_flops(self._info, ctypes.byref(sizes))
 
     def __repr__(self):
@@ -220,6 +278,13 @@ class Layer:
         if self.cross:
             parts += [f"kv_seq={size(self.kv_seq)}", f"kv_dim={self.kv_dim}"]
         parts += [flag for flag in ("causal", "kv_lens") if getattr(self, flag)]
+        if self.rope:
+            parts.append(f"rope={self.rope}")
+        for key in ("kv_cache", "window", "softcap", "qk_norm"):
+            if getattr(self, key):
+                parts.append(f"{key}={getattr(self, key)}")
+        if self.sinks:
+            parts.append("sinks")
         if not self.bias:
             parts.append("bias=False")
         parts.append(self.dtype)

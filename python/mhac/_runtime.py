@@ -15,10 +15,29 @@ import threading
 from ._errors import Error, RunError
 
 #: MHAC_ABI_VERSION of mhac/runtime.h: the layout of `LayerInfo` below.
-ABI_VERSION = 5
+ABI_VERSION = 6
 DYNAMIC = -1
 DTYPE_F32 = 0
 DTYPE_BF16 = 1
+
+class RopeInfo(ctypes.Structure):
+    """struct mhac_rope, field for field."""
+
+    _fields_ = [
+        ("kind", ctypes.c_int32),
+        ("scaling", ctypes.c_int32),
+        ("dim", ctypes.c_int64),
+        ("original_max", ctypes.c_int64),
+        ("base", ctypes.c_double),
+        ("factor", ctypes.c_double),
+        ("low_freq_factor", ctypes.c_double),
+        ("high_freq_factor", ctypes.c_double),
+        ("beta_fast", ctypes.c_double),
+        ("beta_slow", ctypes.c_double),
+        ("attention_factor", ctypes.c_double),
+        ("truncate", ctypes.c_int32),
+    ]
+
 
 class LayerInfo(ctypes.Structure):
     """struct mhac_layer, field for field."""
@@ -48,6 +67,13 @@ class LayerInfo(ctypes.Structure):
         ("cpu_features", ctypes.c_char_p),
         ("schedule", ctypes.c_char_p),
         ("device", ctypes.c_char_p),
+        ("rope", RopeInfo),
+        ("kv_cache", ctypes.c_int64),
+        ("window", ctypes.c_int64),
+        ("softcap", ctypes.c_double),
+        ("qk_norm", ctypes.c_int32),
+        ("qk_norm_eps", ctypes.c_double),
+        ("sinks", ctypes.c_int32),
     ]
 
 

@@ -3,6 +3,7 @@ model config; and the one-call path from a PyTorch module to a called mhac layer
 
 from ._compile import compile
 from ._errors import Error
+from ._hf import hf_layer
 
 
 def layer_text(name="layer", *, model_dim, heads, head_dim=None, kv_heads=None, seq=None,
@@ -53,22 +54,38 @@ def torch_layer_text(mha, name="mha", *, seq=None, batch=None, kv_seq=None, cros
                       kv_lens=kv_lens, bias=mha.in_proj_bias is not None, dtype=dtype)
 
 
-def config_layer_text(config, name="attention", *, seq=None, batch=None, causal=True,
-                      kv_lens=False, dtype="f32", bias=None):
-    """The .mha text of the attention of a Hugging Face decoder config (Llama, Mistral, Qwen,
-    Gemma, Phi-3, ...; a config object or a dict): hidden_size, num_attention_heads,
-    num_key_value_heads, head_dim, attention_bias. Rotary position embeddings are not part of
-    an mhac layer."""
-    get = config.get if isinstance(config, dict) else (lambda k, d=None: getattr(config, k, d))
-    heads = get("num_attention_heads")
-    model_dim = get("hidden_size")
-    if heads is None or model_dim is None:
-        raise Error("the config has no hidden_size or num_attention_heads")
-    head_dim = get("head_dim") or model_dim // heads
-    bias = bool(get("attention_bias", False) or get("qkv_bias", False)) if bias is None else bias
-    return layer_text(name, model_dim=model_dim, heads=heads, head_dim=head_dim,
-                      kv_heads=get("num_key_value_heads") or heads, seq=seq, batch=batch,
-                      causal=causal, kv_lens=kv_lens, bias=bias, dtype=dtype)
+def config_layer_text(config, name="attention", *, layer=0, seq=None, batch=None, causal=True,
+                      kv_lens=False, dtype="f32", bias=None, kv_cache=None):
+    """The .mha text of the attention of layer `layer` of a Hugging Face decoder config (a
+    config object or a dict) of the Llama, Mistral, Qwen2, Qwen3, Gemma 1-3, Phi, Phi-3 or
+    gpt-oss families: its sizes, biases, rotary embedding (rope_theta, rope_scaling or
+    rope_parameters, partial_rotary_factor), sliding window (sliding_window with layer_types or
+    the family's alternation), softcap, query_pre_attn_scalar, q/k norms and sinks, with
+    `kv_cache` positions of KV cache (None: none). A config field that changes attention and is
+    not mapped raises mhac.Error naming it."""
+    return hf_layer(config, layer, name, seq=seq, batch=batch, kv_cache=kv_cache, causal=causal,
+                    kv_lens=kv_lens, dtype=dtype, bias=bias)[0]
+
+
+def from_hf(config, layer=0, *, weights=None, prefix=None, kv_cache=4096, seq=None, batch=None,
+            dtype="f32", schedule=None, target=None):
+    """Compiles the attention of layer `layer` of a Hugging Face decoder config (see
+    config_layer_text) with `kv_cache` positions of KV cache (None: no cache, positions from 0
+    on every call), and loads its weights when `weights` (a state_dict, a model, or a
+    .safetensors path) is given, from the checkpoint's own names under `prefix` (default
+    `model.layers.{layer}.self_attn.`). The layer keeps the family's conventions for later
+    load_weights calls: Gemma's norms multiply by (1 + weight), Phi's output projection is
+    `dense`, Phi-3's q, k and v are one fused `qkv_proj`. Returns the layer: call it as
+    `layer(x, cache=cache)` with `cache = layer.new_cache(batch)`."""
+    text, aliases, norm_offset = hf_layer(config, layer, "attention", seq=seq, batch=batch,
+                                          kv_cache=kv_cache, dtype=dtype)
+    compiled = compile(text, schedule=schedule, target=target)["attention"]
+    compiled.norm_weight_offset = norm_offset
+    compiled.checkpoint_aliases = aliases
+    compiled.checkpoint_prefix = f"model.layers.{layer}.self_attn." if prefix is None else prefix
+    if weights is not None:
+        compiled.load_weights(weights)
+    return compiled
 
 
 def from_torch(mha, *, seq=None, batch=None, kv_seq=None, cross=None, causal=False,

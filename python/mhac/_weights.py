@@ -4,8 +4,11 @@ Names: `q_proj.weight`, `q_proj.bias`, ..., `o_proj.bias` (Hugging Face's, where
 also taken for `o_proj`), or PyTorch's `nn.MultiheadAttention` names: `in_proj_weight` [3D, D]
 and `in_proj_bias` [3D] (or `q_proj_weight`, `k_proj_weight`, `v_proj_weight` when its keys have
 another width), `out_proj.weight`, `out_proj.bias`. Shapes are those of `nn.Linear`: a weight is
-[out_features, in_features]. Every tensor must be used, so that a misnamed one is an error rather
-than a silently ignored input.
+[out_features, in_features]. Decoder layers also take `q_norm.weight` and `k_norm.weight`
+[head_dim] (qk_norm) and `sinks` [heads]. Every tensor must be used, so that a misnamed one is an
+error rather than a silently ignored input; the one exception is `rotary_emb.inv_freq`, a buffer
+some Hugging Face checkpoints store beside the weights, which is no weight (the layer computes
+its frequencies from its rope keys) and is skipped.
 """
 
 import json
@@ -18,6 +21,8 @@ from ._arrays import is_torch_tensor
 from ._errors import WeightError
 
 PROJECTIONS = ("q", "k", "v", "o")
+#: Tensors of Hugging Face checkpoints that are no weights of the layer: skipped.
+NOT_WEIGHTS = ("rotary_emb.inv_freq",)
 
 
 class Bf16Bits:
@@ -115,10 +120,15 @@ def _pytorch_names(tensors, taken):
     return found
 
 
-def resolve(tensors, expected, has_bias, prefix=""):
+def resolve(tensors, expected, has_bias, prefix="", extra=None, aliases=None):
     """Picks a layer's weights from `tensors` (name -> tensor). `expected` maps each projection
-    to its weight's shape (out, in). Returns name -> tensor for `q.weight`, `q.bias`, ...; a bias
-    missing where others are given is zeros (Qwen2 has none on o_proj, Whisper none on k_proj)."""
+    to its weight's shape (out, in); `extra` the decoder tensors the layer takes (name -> shape:
+    `q_norm.weight`, `k_norm.weight`, `sinks`); `aliases` maps a checkpoint's own names to
+    these (Phi's `dense.weight` is `o_proj.weight`), or to a callable that splits one tensor into
+    several (Phi-3's fused `qkv_proj.weight`). Returns name -> tensor for `q.weight`, `q.bias`,
+    ..., and the extra names; a bias missing where others are given is zeros (Qwen2 has none on
+    o_proj, Whisper none on k_proj)."""
+    extra = extra or {}
     if prefix:
         selected = {n[len(prefix):]: t for n, t in tensors.items() if n.startswith(prefix)}
         if not selected:
@@ -126,7 +136,18 @@ def resolve(tensors, expected, has_bias, prefix=""):
             raise WeightError(f"no tensor is named with the prefix {prefix!r} (the names start "
                               f"like: {some})")
         tensors = selected
-    taken = set()
+    else:
+        tensors = dict(tensors)
+    for name, alias in (aliases or {}).items():
+        if name not in tensors:
+            continue
+        value = tensors.pop(name)
+        parts = alias(_as_numpy(value, name)) if callable(alias) else {alias: value}
+        for part, tensor in parts.items():
+            if part in tensors:
+                raise WeightError(f"{part} is given twice (as itself and as {name})")
+            tensors[part] = tensor
+    taken = {name for name in NOT_WEIGHTS if name in tensors}
     found = _pytorch_names(tensors, taken)
     for p in PROJECTIONS:
         for alias in ((f"{p}_proj",) if p != "o" else ("o_proj", "out_proj")):
@@ -137,6 +158,19 @@ def resolve(tensors, expected, has_bias, prefix=""):
                         raise WeightError(f"{alias}.{kind} is given twice (under two names)")
                     found[key] = tensors[f"{alias}.{kind}"]
                     taken.add(f"{alias}.{kind}")
+    for name, shape in extra.items():
+        if name not in tensors:
+            raise WeightError(f"missing weight {name} {list(shape)}")
+        value = _as_numpy(tensors[name], name)
+        if tuple(value.shape) != tuple(shape):
+            raise WeightError(f"{name} has shape {list(value.shape)}; the layer takes "
+                              f"{list(shape)}")
+        found[name] = value
+        taken.add(name)
+    for name in ("q_norm.weight", "k_norm.weight", "sinks"):
+        if name in tensors and name not in extra:
+            what = "sinks (sinks = true)" if name == "sinks" else "qk_norm (qk_norm = rms)"
+            raise WeightError(f"{name} is given but the layer has no {what}")
     unknown = sorted(set(tensors) - taken)
     if unknown:
         hint = ""
@@ -172,6 +206,8 @@ def resolve(tensors, expected, has_bias, prefix=""):
                 raise WeightError(f"{p}_proj.bias has shape {list(bias.shape)}; the layer takes "
                                   f"[{out}]")
             result[f"{p}.bias"] = bias
+    for name in extra:
+        result[name] = found[name]
     return result
 
 

@@ -122,7 +122,9 @@ def rms_norm(t, weight, eps):
 
 
 def layer(spec, w, x, k_cache=None, v_cache=None, cache_len=None):
-    """out [B, S, D], and with a cache the new rows written into it ([B, S, Hkv, Dh] each)."""
+    """out [B, S, D], and the new tokens' keys and values ([B, S, Hkv, Dh] each: the rows a
+    layer with a cache writes into it). With caches (their rows below cache_len[b] are row b's
+    past keys and values) the new tokens come after them; without, the call is the sequence."""
     x = np.asarray(x, np.float64)
     b, s, _ = x.shape
     h, hkv, dh = spec["heads"], spec["kv_heads"], spec["head_dim"]
@@ -147,7 +149,7 @@ def layer(spec, w, x, k_cache=None, v_cache=None, cache_len=None):
     group = h // hkv
     a = np.zeros((b, s, h, dh))
     for row in range(b):
-        if spec["kv_cache"]:
+        if k_cache is not None:
             n = past[row]
             keys = np.concatenate([np.asarray(k_cache[row, :n], np.float64), k[row]])
             values = np.concatenate([np.asarray(v_cache[row, :n], np.float64), v[row]])

@@ -67,15 +67,27 @@ def cross():
     report("cross-kdim", layer(x, memory), mha(x, memory, memory, need_weights=False)[0], 1e-4)
 
 
-def reference_gqa(x, w, heads, kv_heads, head_dim):
-    """float64 grouped-query attention with biases, causal, for [B, S, D] x."""
+def rotate_half(t, theta):
+    """Hugging Face's rotary embedding of t [B, heads, S, Dh] at positions 0 .. S - 1."""
+    s, dh = t.shape[-2], t.shape[-1]
+    inv = 1.0 / theta ** (torch.arange(0, dh, 2, dtype=torch.float64) / dh)
+    angles = torch.arange(s, dtype=torch.float64)[:, None] * inv
+    cos, sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
+    x1, x2 = t[..., : dh // 2], t[..., dh // 2:]
+    return t * cos + torch.cat([-x2, x1], -1) * sin
+
+
+def reference_gqa(x, w, heads, kv_heads, head_dim, theta):
+    """float64 grouped-query attention with biases and rotary embeddings, causal, for [B, S, D]
+    x."""
     x = x.double()
     q = (x @ w["q_proj.weight"].double().T + w["q_proj.bias"].double())
     k = (x @ w["k_proj.weight"].double().T + w["k_proj.bias"].double())
     v = (x @ w["v_proj.weight"].double().T + w["v_proj.bias"].double())
     b, s, _ = x.shape
-    q = q.view(b, s, heads, head_dim).transpose(1, 2)
-    k = k.view(b, s, kv_heads, head_dim).transpose(1, 2).repeat_interleave(heads // kv_heads, 1)
+    q = rotate_half(q.view(b, s, heads, head_dim).transpose(1, 2), theta)
+    k = rotate_half(k.view(b, s, kv_heads, head_dim).transpose(1, 2), theta)
+    k = k.repeat_interleave(heads // kv_heads, 1)
     v = v.view(b, s, kv_heads, head_dim).transpose(1, 2).repeat_interleave(heads // kv_heads, 1)
     scores = q @ k.transpose(-1, -2) / head_dim ** 0.5
     scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool).triu(1), float("-inf"))
@@ -84,8 +96,8 @@ def reference_gqa(x, w, heads, kv_heads, head_dim):
 
 
 def grouped_query_config():
-    config = {"hidden_size": 96, "num_attention_heads": 6, "num_key_value_heads": 2,
-              "head_dim": 24, "attention_bias": True}
+    config = {"model_type": "qwen2", "hidden_size": 96, "num_attention_heads": 6,
+              "num_key_value_heads": 2, "head_dim": 24, "rope_theta": 1000000.0}
     text = mhac.config_layer_text(config, "decoder")
     module = mhac.compile(text)
     # A checkpoint's names, under the prefix of one layer; Qwen2-like: no bias on o_proj.
@@ -95,10 +107,12 @@ def grouped_query_config():
          "o_proj.weight": torch.randn(96, 144) * 0.1}
     checkpoint = {f"model.layers.3.self_attn.{n}": t for n, t in w.items()}
     checkpoint["model.norm.weight"] = torch.ones(96)
+    # A buffer some checkpoints store, which is no weight.
+    checkpoint["model.layers.3.self_attn.rotary_emb.inv_freq"] = torch.ones(12)
     layer = module.decoder.load_weights(checkpoint, prefix="model.layers.3.self_attn.")
     x = torch.randn(2, 17, 96)
     w["o_proj.bias"] = torch.zeros(96)
-    report("gqa-config", layer(x), reference_gqa(x, w, 6, 2, 24), 1e-4)
+    report("gqa-config", layer(x), reference_gqa(x, w, 6, 2, 24, 1e6), 1e-4)
 
 
 def bf16():

@@ -123,6 +123,12 @@ def abi_offsets(offsets_program):
         mine = getattr(mhac._runtime.LayerInfo, name).offset
         if int(c_offsets.pop(name)) != mine:
             print(f"field {name}: ctypes offset {mine}, C offset differs")
+    # The nested mhac_rope, at the rope field's offset.
+    rope = mhac._runtime.LayerInfo.rope.offset
+    for name, _ in mhac._runtime.RopeInfo._fields_:
+        mine = rope + getattr(mhac._runtime.RopeInfo, name).offset
+        if int(c_offsets.pop("rope." + name)) != mine:
+            print(f"field rope.{name}: ctypes offset {mine}, C offset differs")
     print("fields only in C:", sorted(c_offsets) or "none")
     print("size:", ctypes.sizeof(mhac._runtime.LayerInfo) == int(os.popen(
         offsets_program + " size").read()))
