@@ -196,6 +196,10 @@ bool readCacheFiles(const mhac_layer &layer, const RunOptions &options, LayerDat
     data.cacheLen = std::move(lens->i32);
     return true;
   }
+  if (options.cacheLen.empty())
+    return fail(fmt::format("layer '{}' needs --cache-len with cache files: the tokens already "
+                            "cached in each row (0 for a first call)",
+                            layer.name));
   return resolveCacheLen(layer, options.cacheLen, shape.batch, data.cacheLen);
 }
 
@@ -208,8 +212,6 @@ bool makeRandomData(const mhac_layer &layer, const RunOptions &options, LayerDat
       !resolveSize("batch", layer.batch, options.batch, std::nullopt, layer, shape.batch) ||
       !resolveSize("seq", layer.seq, options.seq, std::nullopt, layer, shape.seq))
     return false;
-  if (!options.cacheLenPath.empty())
-    return fail("on random data, --cache-len takes numbers: the tokens cached in each row");
   shape.kvSeq = shape.seq;
   if (layer.cross) {
     if (!resolveSize("kv-seq", layer.kv_seq, options.kvSeq, std::nullopt, layer, shape.kvSeq))

@@ -41,9 +41,10 @@ usage:
                       written, every other element's bits as they were
   --cache-len FILE|N[,N...]
                       layers with kv_cache: tokens already cached in each batch row, an int32
-                      .npy of shape [batch], or numbers (one for every row, or one per row); on
-                      random data (--check, --bench) the caches hold random rows below it and
-                      NaN above, which no correct layer reads (default 0)
+                      .npy of shape [batch], or numbers (one for every row, or one per row);
+                      required with cache files; on random data (--check, --bench) the caches
+                      hold random rows below it and NaN above, which no correct layer reads
+                      (default 0)
   --output FILE       where to write the result, float32 .npy of shape [batch, seq, model_dim];
                       written to a temporary file and renamed, never left half-written
   --reference FILE    write the float64 reference's output there (float32 .npy of the
@@ -234,6 +235,11 @@ std::optional<RunOptions> parseRunOptions(int argc, char **argv, int &status) {
                  !options.vCachePath.empty() || !options.cacheLenPath.empty();
   if (options.kCachePath.empty() != options.vCachePath.empty()) {
     usageError("--k-cache and --v-cache go together: a layer's two caches");
+    return std::nullopt;
+  }
+  if (!options.cacheLenPath.empty() && options.kCachePath.empty()) {
+    usageError("--cache-len FILE goes with cache files (--k-cache, --v-cache); on random data "
+               "it takes numbers: --cache-len N[,N...]");
     return std::nullopt;
   }
   if (!options.weightsPrefix.empty() && options.weightsPath.empty()) {
