@@ -274,10 +274,14 @@ void emitLayer(std::string &out, const LayerABI &layer) {
   out += "/* Sizes, dtype and options of the layer; see mhac_layer in mhac/runtime.h. */\n";
   out += fmt::format("const mhac_layer *{}_metadata(void);\n\n", layer.cName());
 
-  out += "/* FLOPs of one call (see mhac_layer_flops). */\n";
+  out += layer.kvCache ? "/* FLOPs of one call with cache_len tokens cached in every row (see "
+                         "mhac_layer_flops). */\n"
+                       : "/* FLOPs of one call (see mhac_layer_flops). */\n";
   std::vector<std::string> sizeParams;
   for (const std::string &size : sizes)
     sizeParams.push_back("int64_t " + size);
+  if (layer.kvCache)
+    sizeParams.push_back("int64_t cache_len");
   std::string sizeList = sizeParams.empty() ? "void" : "";
   for (size_t i = 0; i < sizeParams.size(); ++i)
     sizeList += (i ? ", " : "") + sizeParams[i];
@@ -289,7 +293,7 @@ void emitLayer(std::string &out, const LayerABI &layer) {
   };
   out += fmt::format("static inline double {}_flops({}) {{\n", layer.cName(), sizeList);
   out += fmt::format("  mhac_sizes sizes = {{{}, {}, {}}};\n", given("batch"), given("seq"),
-                     given("kv_seq"));
+                     layer.kvCache ? std::string("cache_len") : given("kv_seq"));
   out += fmt::format("  return mhac_layer_flops({}_metadata(), &sizes);\n}}\n\n", layer.cName());
 }
 

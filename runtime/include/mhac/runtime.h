@@ -116,7 +116,7 @@ typedef struct mhac_layer {
    * ("cuda:sm_80"): every tensor pointer is then CUDA device memory (kv_lens too), the prepared
    * block as well, and the packed functions run on the default stream, asynchronously. */
   const char *device;
-  /* Decoder layers (docs/language.md, "Decoder layers"); 0 where the layer has no such key. */
+  /* Decoder layers (docs/language.md, "Decoder keys"); 0 where the layer has no such key. */
   mhac_rope rope;
   int64_t kv_cache;   /* N: positions of k_cache and v_cache [batch, N, kv_heads, head_dim] */
   int64_t window;     /* a query at position p sees keys j > p - window */
