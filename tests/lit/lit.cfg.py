@@ -20,6 +20,8 @@ config.test_source_root = os.path.join(os.path.dirname(__file__), config.mhac_te
 config.test_exec_root = os.path.join(config.mhac_obj_root, "tests",
                                      (config.mhac_test_subdir or "lit") + suffix)
 config.substitutions.append(("%backend", "--backend " + config.mhac_backend))
+# The backend the suite runs, for tests of what one backend compiles and the other refuses.
+config.available_features.add("backend-" + config.mhac_backend)
 # The Halide backend's generator, built when CMake found Halide 21.
 if os.path.exists(os.path.join(config.mhac_tools_dir, "mhac-halide")):
     config.available_features.add("halide-generator")
