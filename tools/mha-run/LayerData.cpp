@@ -361,6 +361,18 @@ bool readDataFiles(const mhac_layer &layer, const RunOptions &options, LayerData
   return !layer.kv_cache || readCacheFiles(layer, options, data);
 }
 
+double LayerCall::flops() const {
+  if (!layer_.kv_cache)
+    return mhac_layer_flops(&layer_, &sizes_);
+  // mhac_layer_flops takes one cache_len for every row: each row is a batch's share.
+  double total = 0;
+  for (int32_t length : data_.cacheLen) {
+    mhac_sizes row = {sizes_.batch, sizes_.seq, length};
+    total += mhac_layer_flops(&layer_, &row) / static_cast<double>(sizes_.batch);
+  }
+  return total;
+}
+
 LayerCall::LayerCall(const mhac_layer &layer, const LayerData &data)
     : layer_(layer), data_(data), sizes_{data.shape.batch, data.shape.seq, data.shape.kvSeq} {
   bool bf16 = layer.dtype == MHAC_DTYPE_BF16;

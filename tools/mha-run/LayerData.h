@@ -82,7 +82,8 @@ public:
   /// What the last call did to the caches that it must not: changed a row that is not one of
   /// the new tokens'. Empty if nothing.
   std::string cacheMisbehaviour() const;
-  mhac_sizes sizes() const { return sizes_; }
+  /// FLOPs of one call (mhac_layer_flops), for a cache layer summed over its rows' cache_len.
+  double flops() const;
 
 private:
   /// Copies the tensors of a CUDA layer to the device; returns an mhac_status.

@@ -134,8 +134,7 @@ void bench(LayerCall &call, const mhac_layer &layer, long calls) {
     fmt::print(stderr, "\r{:40}\r", "");
   std::sort(seconds.begin(), seconds.end());
   double median = seconds[seconds.size() / 2];
-  mhac_sizes sizes = call.sizes();
-  double gflops = mhac_layer_flops(&layer, &sizes) / median * 1e-9;
+  double gflops = call.flops() / median * 1e-9;
   std::string peak;
   if (std::optional<double> known = knownPeak())
     peak = fmt::format(", {:.0f}% of peak", 100 * gflops / *known);
