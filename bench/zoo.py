@@ -8,9 +8,11 @@ Debian's PyTorch 1.13, and with --torch-python PyPI's PyTorch 2 with its fused
 scaled_dot_product_attention), and composed from oneDNN's primitives (peers/onednn_mha.c, given
 the layer's head width, grouped-query heads, cross-attention and biases). The table shows
 medians over rounds: mhac's time, GFLOP/s and
-fraction of the peak measured with it, and for one-token layers the GB/s of weights streamed
-against the measured bandwidth; the peers' times and the median of the rounds' best peer /
-mhac ratios.
+fraction of the peak measured with it, and for one-token layers the GB/s of weights (and KV
+cache) streamed against the measured bandwidth; the peers' times and the median of the rounds'
+best peer / mhac ratios. A decode layer (kv_cache = N, bench/zoo/*_step.mha) runs with N - seq
+tokens cached, the last step before its cache is full; oneDNN's composition has no cache and
+sits those out.
 
 With --dtype bf16 the layers are bf16 (mhac's NAME.bf16.so, its default schedule for the
 machine), and so are the peers (bf16 weights, inputs and products in PyTorch; oneDNN's bf16
@@ -30,7 +32,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "peers"))
-from torch_eager import read_layer  # noqa: E402  (the zoo's one parser of .mha keys)
+from torch_eager import cache_len, read_layer  # noqa: E402  (the zoo's one parser of .mha keys)
 from bench import measure_peak  # noqa: E402
 
 
@@ -41,14 +43,25 @@ def flops(layer):
     skv = layer["skv"] if layer["cross"] else s
     kv_dim = layer["kv_dim"] if layer["cross"] else d
     projections = 2 * b * s * d * h * dh * 2 + 2 * 2 * b * skv * kv_dim * hkv * dh
+    if layer["kv_cache"]:
+        return projections + 4 * b * h * s * keys_seen(layer) * dh
     attention = 4 * b * h * s * skv * dh
     return projections + (attention / 2 if layer["causal"] else attention)
 
 
-def weight_bytes(layer, dtype):
+def keys_seen(layer):
+    """The keys the last query of a decode layer's call sees: its cache and itself, at most the
+    window."""
+    keys = cache_len(layer) + layer["s"]
+    return min(keys, layer["window"]) if layer["window"] else keys
+
+
+def streamed_bytes(layer, dtype):
+    """The weights a call reads, and a decode layer's cache rows."""
     d, h, dh, hkv = (layer[k] for k in ("d", "h", "dh", "hkv"))
     kv_dim = layer["kv_dim"] if layer["cross"] else d
-    return (2 if dtype == "bf16" else 4) * (2 * d * h * dh + 2 * kv_dim * hkv * dh)
+    cache = 2 * layer["b"] * keys_seen(layer) * hkv * dh if layer["kv_cache"] else 0
+    return (2 if dtype == "bf16" else 4) * (2 * d * h * dh + 2 * kv_dim * hkv * dh + cache)
 
 
 def onednn_arguments(layer, calls, dtype):
@@ -106,8 +119,9 @@ def main():
             calls = calls_for(layer)
             module = os.path.join(args.modules,
                                   name + (".bf16.so" if args.dtype == "bf16" else ".so"))
+            cached = ["--cache-len", str(cache_len(layer))] if layer["kv_cache"] else []
             result = run([args.mha_run, module, "--bench", str(calls), "--threads",
-                          str(args.threads)], env)
+                          str(args.threads)] + cached, env)
             mhac = float(re.search(r"median ([0-9.]+)", result).group(1))
             sample["gflops"].append(float(re.search(r"([0-9.]+) GFLOP/s", result).group(1)))
             peer = [os.path.join(HERE, "peers", "torch_eager.py"), path, str(args.threads),
@@ -121,23 +135,25 @@ def main():
                     [args.torch_python] + peer + ["sdpa"] + in_dtype, env)).group(1))
                 sample["sdpa"].append(sdpa)
                 best = min(best, sdpa)
-            onednn = float(re.search(r"median ([0-9.]+)", run(
-                [os.path.join(args.peers_dir, "onednn_mha")] + onednn_arguments(layer, calls, args.dtype),
-                env)).group(1))
-            sample["onednn"].append(onednn)
-            best = min(best, onednn)
+            onednn = None
+            if not layer["kv_cache"]:
+                onednn = float(re.search(r"median ([0-9.]+)", run(
+                    [os.path.join(args.peers_dir, "onednn_mha")]
+                    + onednn_arguments(layer, calls, args.dtype), env)).group(1))
+                sample["onednn"].append(onednn)
+                best = min(best, onednn)
             sample["mhac"].append(mhac)
             sample["torch"].append(torch)
             sample["ratio"].append(best / mhac)
             print(f"round {round_index + 1}: {name}: mhac {mhac:.3f} ms, PyTorch {torch:.3f} ms"
                   + (f", SDPA {sample['sdpa'][-1]:.3f} ms" if args.torch_python else "")
-                  + f", oneDNN {onednn:.3f} ms", file=sys.stderr)
+                  + (f", oneDNN {onednn:.3f} ms" if onednn else ""), file=sys.stderr)
 
     unit = "the fastest of the FMAs, vdpbf16ps and AMX" if args.dtype == "bf16" else "the FMAs"
     print(f"{args.dtype} layers, {args.threads} threads; peak ({unit}): median "
           f"{statistics.median(p for s in samples.values() for p in s['peak']):.0f} GFLOP/s\n")
     print(f"| layer | B, S (Skv) | D, H x Dh, Hkv | mhac ms | GFLOP/s | of peak | GB/s of weights "
-          f"(of bandwidth) | PyTorch 1.13 eager ms | PyTorch 2 SDPA ms | oneDNN ms | "
+          f"and cache (of bandwidth) | PyTorch 1.13 eager ms | PyTorch 2 SDPA ms | oneDNN ms | "
           f"best peer / mhac |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, (path, layer) in layers.items():
@@ -147,16 +163,19 @@ def main():
         fraction = statistics.median(g / pk for g, pk in zip(sample["gflops"], sample["peak"]))
         streamed = ""
         if sample["bw"]:
-            gbs = weight_bytes(layer, args.dtype) / (ms * 1e-3) * 1e-9
+            gbs = streamed_bytes(layer, args.dtype) / (ms * 1e-3) * 1e-9
             streamed = f"{gbs:.1f} ({gbs / statistics.median(sample['bw']):.0%})"
-        skv = f" ({layer['skv']})" if layer["cross"] else ""
+        skv = (f" ({layer['skv']})" if layer["cross"]
+               else f" ({cache_len(layer)} cached)" if layer["kv_cache"] else "")
         shape = (f"{layer['d']}, {layer['h']} x {layer['dh']}, {layer['hkv']}"
-                 f"{', causal' if layer['causal'] else ''}{', cross' if layer['cross'] else ''}")
+                 f"{', causal' if layer['causal'] or layer['kv_cache'] else ''}"
+                 f"{', cross' if layer['cross'] else ''}"
+                 f"{', window ' + str(layer['window']) if layer['window'] else ''}")
         sdpa = f"{statistics.median(sample['sdpa']):.3f}" if sample["sdpa"] else "n/a"
+        onednn = f"{statistics.median(sample['onednn']):.3f}" if sample["onednn"] else "n/a"
         print(f"| {name} | {layer['b']}, {layer['s']}{skv} | {shape} | {ms:.3f} | {rate:.1f} | "
               f"{fraction:.0%} | {streamed} | {statistics.median(sample['torch']):.3f} | {sdpa} | "
-              f"{statistics.median(sample['onednn']):.3f} | "
-              f"{statistics.median(sample['ratio']):.2f} |")
+              f"{onednn} | {statistics.median(sample['ratio']):.2f} |")
 
 
 if __name__ == "__main__":

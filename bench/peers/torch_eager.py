@@ -1,7 +1,11 @@
 """Times one layer of the model zoo written in eager PyTorch, as a PyTorch user writes a
 grouped-query or cross-attention layer without a fused kernel: four F.linear, key and value
 heads repeated for their query heads, matmul, masked softmax, matmul (PyTorch 1.13 has no
-scaled_dot_product_attention). The same function as the mhac layer. With `sdpa` (PyTorch 2),
+scaled_dot_product_attention). The same function as the mhac layer; for a decode layer
+(kv_cache) as Hugging Face's static cache computes it: q/k RMS norm, rotary embedding (its cos
+and sin prepared once, as a model shares them across layers), the new keys and values written
+into preallocated caches at kv_cache - seq tokens cached, attention over the cache with the
+causal and window masks. With `sdpa` (PyTorch 2),
 the attention is F.scaled_dot_product_attention instead, its fused CPU kernels (grouped-query
 heads through enable_gqa where PyTorch has it, else repeated). With `bf16`, weights, inputs and
 every product are bfloat16.
@@ -27,7 +31,15 @@ def read_layer(path):
         "bias": keys.get("bias", "true") == "true", "kv_dim": int(keys.get("kv_dim", d)),
         "skv": int(keys.get("kv_seq", keys["seq"])),
         "scale": float(keys["scale"]) if "scale" in keys else dh ** -0.5,
+        "rope": keys.get("rope", "none"), "rope_base": float(keys.get("rope_base", 10000)),
+        "kv_cache": int(keys.get("kv_cache", 0)), "window": int(keys.get("window", 0)),
+        "qk_norm": keys.get("qk_norm") == "rms",
     }
+
+
+def cache_len(layer):
+    """The tokens the zoo has cached before a decode layer's call: the cache full after it."""
+    return layer["kv_cache"] - layer["s"] if layer["kv_cache"] else 0
 
 
 def main():
@@ -43,7 +55,8 @@ def main():
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     d, h, dh, hkv, b, s = (layer[k] for k in ("d", "h", "dh", "hkv", "b", "s"))
-    skv = layer["skv"] if layer["cross"] else s
+    past = cache_len(layer)
+    skv = layer["skv"] if layer["cross"] else past + s
     kv_dim = layer["kv_dim"] if layer["cross"] else d
 
     def linear(out_features, in_features):
@@ -57,8 +70,26 @@ def main():
     x = (torch.rand(b, s, d) * 2 - 1).to(dtype)
     memory = (torch.rand(b, skv, kv_dim) * 2 - 1).to(dtype) if layer["cross"] else x
     mask = None
-    if layer["causal"]:
+    if layer["causal"] or layer["kv_cache"]:
         mask = torch.ones(s, skv, dtype=torch.bool).triu(1 + skv - s)
+    if layer["window"]:
+        mask = mask | torch.ones(s, skv, dtype=torch.bool).tril(skv - s - layer["window"])
+    if mask is not None and not mask.any():
+        mask = None
+    if layer["kv_cache"]:
+        caches = [(torch.rand(b, hkv, layer["kv_cache"], dh) * 2 - 1).to(dtype) for _ in "kv"]
+    norms = [torch.rand(dh).to(dtype) + 0.5 for _ in "qk"] if layer["qk_norm"] else None
+    if layer["rope"] != "none":
+        inverse = layer["rope_base"] ** (-torch.arange(0, dh, 2, dtype=torch.float64) / dh)
+        angles = torch.arange(past, past + s, dtype=torch.float64)[:, None] * inverse
+        cos, sin = (torch.cat([t, t], -1).to(dtype) for t in (angles.cos(), angles.sin()))
+
+    def rms_norm(t, weight):
+        return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-6) * weight
+
+    def rotate(t):
+        half = torch.cat([-t[..., dh // 2:], t[..., :dh // 2]], -1)
+        return t * cos + half * sin
 
     # enable_gqa came with PyTorch 2.5.
     gqa = sdpa and tuple(int(part) for part in torch.__version__.split(".")[:2]) >= (2, 5)
@@ -77,9 +108,18 @@ def main():
 
     def call():
         with torch.inference_mode():
+            new = s if layer["kv_cache"] else skv
             q = F.linear(x, wq, bq).view(b, s, h, dh).transpose(1, 2)
-            k = F.linear(memory, wk, bk).view(b, skv, hkv, dh).transpose(1, 2)
-            v = F.linear(memory, wv, bv).view(b, skv, hkv, dh).transpose(1, 2)
+            k = F.linear(memory, wk, bk).view(b, new, hkv, dh).transpose(1, 2)
+            v = F.linear(memory, wv, bv).view(b, new, hkv, dh).transpose(1, 2)
+            if norms:
+                q, k = rms_norm(q, norms[0]), rms_norm(k, norms[1])
+            if layer["rope"] != "none":
+                q, k = rotate(q), rotate(k)
+            if layer["kv_cache"]:
+                caches[0][:, :, past:past + s] = k
+                caches[1][:, :, past:past + s] = v
+                k, v = caches[0][:, :, :skv], caches[1][:, :, :skv]
             if hkv != h and not gqa:
                 k, v = (t.repeat_interleave(h // hkv, dim=1) for t in (k, v))
             a = attend(q, k, v).transpose(1, 2).reshape(b, s, h * dh)
