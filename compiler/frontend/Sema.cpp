@@ -44,7 +44,7 @@ constexpr KeyRule kKeyRules[] = {
     {"kv_dim", ValueRule::Size},       {"causal", ValueRule::Boolean},
     {"kv_lens", ValueRule::Boolean},   {"bias", ValueRule::Boolean},
     {"dtype", ValueRule::DataType},    {"scale", ValueRule::Scale},
-    // Decoder layers (docs/language.md, "Decoder layers").
+    // Decoder layers (docs/language.md, "Decoder keys").
     {"rope", ValueRule::Choice, {"none", "half", "interleaved"}},
     {"rope_base", ValueRule::Number},
     {"rope_dim", ValueRule::Size},

@@ -39,7 +39,7 @@ class Layer:
         self.cross, self.causal = bool(c.cross), bool(c.causal)
         self.kv_lens, self.bias = bool(c.kv_lens), bool(c.bias)
         self.scale = c.scale
-        # Decoder layers (docs/language.md, "Decoder layers").
+        # Decoder layers (docs/language.md, "Decoder keys").
         self.rope = {0: None, 1: "half", 2: "interleaved"}.get(c.rope.kind)
         self.rope_dim = c.rope.dim if self.rope else None
         self.kv_cache = c.kv_cache or None

@@ -38,7 +38,7 @@ struct LayerShape {
   /// caller's to pass, so that a layer with an explicit `scale` is checked as written.
   double scale = 1.0;
 
-  // Decoder layers (docs/language.md, "Decoder layers"); zero or false: the key is absent.
+  // Decoder layers (docs/language.md, "Decoder keys"); zero or false: the key is absent.
   RopeParameters rope;   ///< rotary embedding of q and k
   int64_t kvCache = 0;   ///< N: the caches' positions; then kvSeq is not read
   int64_t window = 0;    ///< a query at position p sees keys j > p - window

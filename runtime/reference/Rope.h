@@ -5,7 +5,7 @@
 // `llama3` and `yarn` rope types) and evaluated in float64. Plain data and one function, shared
 // by the front end (the parameters are the language's rope keys), the compiler (which builds
 // its tables from the frequencies) and the float64 reference; the test suite checks both against
-// an implementation of its own (tests/lit/e2e/Inputs/numpy_reference.py).
+// an implementation of its own (tests/lit/Inputs/decoder_reference.py).
 //
 //===----------------------------------------------------------------------===//
 

@@ -57,7 +57,7 @@ typedef struct mhac_sizes {
   int64_t kv_seq; /* ignored (taken as seq) unless the layer is cross-attention */
 } mhac_sizes;
 
-/* A decoder layer's rotary embedding (docs/language.md, "Decoder layers"): the rope keys, with
+/* A decoder layer's rotary embedding (docs/language.md, "Decoder keys"): the rope keys, with
  * the parameters its scaling does not use 0. */
 typedef enum mhac_rope_kind {
   MHAC_ROPE_NONE = 0,

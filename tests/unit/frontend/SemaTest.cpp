@@ -167,3 +167,62 @@ TEST(SemaTest, ReportsErrorsOfSeveralLayers) {
                   "layer b {\n  heads = 2\n  model_dim = 8\n  seq = 1\n  bias = 3\n}\n");
   EXPECT_EQ(run.diags.errorCount(), 2u) << run.messages.str();
 }
+
+TEST(SemaTest, ResolvesDecoderDefaults) {
+  FrontendRun run(layer("  model_dim = 64\n  heads = 4\n  kv_heads = 2\n  seq = ?\n"
+                        "  rope = interleaved\n  kv_cache = 32\n  qk_norm = rms\n"));
+  ASSERT_TRUE(run.layers) << run.messages.str();
+  const LayerSpec &spec = run.layers->front();
+  EXPECT_EQ(spec.rope.kind, reference::RopeKind::Interleaved);
+  EXPECT_EQ(spec.rope.base, 10000);
+  EXPECT_EQ(spec.rope.dim, 16); // head_dim
+  EXPECT_EQ(spec.rope.scaling, reference::RopeScaling::None);
+  EXPECT_EQ(spec.kvCache, 32);
+  EXPECT_TRUE(spec.causal); // the default with a cache
+  EXPECT_EQ(spec.kvSeq, kDynamicSize); // cache_len + seq, known when the layer runs
+  EXPECT_TRUE(spec.qkNorm);
+  EXPECT_EQ(spec.qkNormEps, 1e-6);
+  EXPECT_EQ(spec.window, 0);
+  EXPECT_EQ(spec.softcap, 0);
+  EXPECT_FALSE(spec.sinks);
+
+  FrontendRun noncausal(layer("  model_dim = 64\n  heads = 4\n  seq = ?\n  kv_cache = 8\n"
+                              "  causal = false\n  window = 3\n  softcap = 30.0\n  sinks = true\n"));
+  ASSERT_TRUE(noncausal.layers) << noncausal.messages.str();
+  const LayerSpec &other = noncausal.layers->front();
+  EXPECT_FALSE(other.causal);
+  EXPECT_EQ(other.window, 3);
+  EXPECT_EQ(other.softcap, 30);
+  EXPECT_TRUE(other.sinks);
+}
+
+TEST(SemaTest, ResolvesYarnDefaults) {
+  FrontendRun run(layer("  model_dim = 64\n  heads = 4\n  seq = ?\n  rope = half\n"
+                        "  rope_dim = 8\n  rope_scaling = yarn\n  rope_factor = 32.0\n"
+                        "  rope_original_max = 4096\n"));
+  ASSERT_TRUE(run.layers) << run.messages.str();
+  const reference::RopeParameters &rope = run.layers->front().rope;
+  EXPECT_EQ(rope.dim, 8);
+  EXPECT_EQ(rope.factor, 32);
+  EXPECT_EQ(rope.originalMax, 4096);
+  EXPECT_EQ(rope.betaFast, 32);
+  EXPECT_EQ(rope.betaSlow, 1);
+  EXPECT_TRUE(rope.truncate);
+  EXPECT_EQ(rope.attentionFactor, 0); // the scaling's own: 0.1 ln(factor) + 1
+}
+
+TEST(SemaTest, ChecksDecoderCombinations) {
+  const std::string self = "  model_dim = 64\n  heads = 4\n  seq = 8\n";
+  EXPECT_TRUE(failsWith(self + "  kv_cache = 4\n", "seq (8) is larger than kv_cache (4)"));
+  EXPECT_TRUE(failsWith(self + "  kv_cache = 16\n  kv_lens = true\n",
+                        "kv_lens cannot be combined with kv_cache"));
+  EXPECT_TRUE(failsWith(self + "  rope_base = 500000.0\n",
+                        "'rope_base' configures rotary embeddings, which this layer does not have"));
+  EXPECT_TRUE(failsWith(self + "  rope = half\n  rope_dim = 5\n", "rope_dim (5) must be even"));
+  EXPECT_TRUE(failsWith(self + "  rope = half\n  rope_scaling = linear\n",
+                        "rope_scaling = linear needs 'rope_factor'"));
+  EXPECT_TRUE(failsWith(self + "  softcap = 0.0\n", "'softcap' must be a positive number"));
+  EXPECT_TRUE(failsWith("  model_dim = 64\n  heads = 4\n  seq = 8\n  cross = true\n"
+                        "  kv_seq = 8\n  rope = half\n",
+                        "which only self-attention has"));
+}

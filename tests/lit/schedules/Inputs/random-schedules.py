@@ -7,8 +7,10 @@ For each seed, schedule-sampler draws a legal schedule for every layer from the 
 table of target T; mhac compiles the module with it (--emulate-amx: T, with AVX512-BF16, taken
 as a CPU with AMX whose tiles are written as vector code, so that AMX's knobs are drawn and run
 here); mha-run checks every layer against the float64 reference and runs it on the same files
-with 1 and 2 threads, whose outputs must be the same bytes. Prints one line per seed and exits 1 at the first failure, naming the seed and keeping
-its schedule file. CI runs a few seeds; `--count 200` is the longer run.
+with 1 and 2 threads, whose outputs must be the same bytes. With the MLIR backend, the decoder
+layers of random-decoder-layers.mha get schedules too, each checked on a prefill and on decode
+steps of rows with different cache lengths. Prints one line per seed and exits 1 at the first
+failure, naming the seed and keeping its schedule file. CI runs a few seeds; `--count 200` is the longer run.
 """
 import argparse
 import os
@@ -27,6 +29,14 @@ LAYERS = {
                       "--seq", "11", "--cross", "--kv-seq", "29", "--kv-dim", "48", "--no-bias",
                       "--kv-lens", "29,7"], []),
     "bf16_self": (["--model-dim", "96", "--heads", "2", "--batch", "2", "--seq", "21"], []),
+}
+
+# mha-run --check calls of each layer of random-decoder-layers.mha.
+DECODER_LAYERS = {
+    "decoder_f32": [["--batch", "2", "--seq", "17", "--cache-len", "0,5"],
+                    ["--batch", "3", "--seq", "1", "--cache-len", "0,13,47"]],
+    "decoder_bf16": [["--seq", "11", "--cache-len", "29,0"],
+                     ["--seq", "1", "--cache-len", "39,2"]],
 }
 
 
@@ -67,6 +77,23 @@ def check_seed(args, seed):
                 outputs.append(f.read())
         if outputs[0] != outputs[1]:
             raise RuntimeError("layer %s: 1 and 2 threads give different bits" % name)
+    if args.backend == "mlir":
+        check_decoder_layers(args, tools, seed, emulate)
+    os.remove(schedule)
+
+
+def check_decoder_layers(args, tools, seed, emulate):
+    layers = os.path.join(HERE, "random-decoder-layers.mha")
+    schedule = os.path.join(args.workdir, "decoder-seed-%d.sched" % seed)
+    with open(schedule, "w") as f:
+        f.write(run([tools["schedule-sampler"], layers, "--target", args.target,
+                     "--seed", str(seed)] + emulate))
+    module = os.path.join(args.workdir, "decoder-seed-%d" % seed)
+    run([tools["mhac"], "compile", layers, "--target", args.target, "--schedule", schedule,
+         "--shared", "-o", module] + emulate)
+    for name, calls in DECODER_LAYERS.items():
+        for sizes in calls:
+            run([tools["mha-run"], module + ".so", "--layer", name, "--check"] + sizes)
     os.remove(schedule)
 
 
