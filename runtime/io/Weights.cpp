@@ -294,9 +294,74 @@ private:
 
 } // namespace
 
+/// Hugging Face checkpoints whose attention names differ from q_proj ... o_proj: Phi's output
+/// projection `dense`, and Phi-3's q, k and v fused into one `qkv_proj` [(H + 2 Hkv)·Dh, D]
+/// (rows: q, then k, then v). Returns the tensors under mhac's names, or nullopt when there is
+/// nothing to rename.
+static std::optional<Expected<TensorMap>> renameCheckpointTensors(const TensorMap &tensors,
+                                                                  const WeightExpectation &expected,
+                                                                  std::string_view fileName) {
+  bool dense = tensors.count("dense.weight") || tensors.count("dense.bias");
+  bool fused = tensors.count("qkv_proj.weight") || tensors.count("qkv_proj.bias");
+  if (!dense && !fused)
+    return std::nullopt;
+  TensorMap renamed = tensors;
+  for (std::string_view part : {"weight", "bias"}) {
+    auto node = renamed.extract("dense." + std::string(part));
+    if (!node.empty()) {
+      node.key() = "o_proj." + std::string(part);
+      if (!renamed.insert(std::move(node)).inserted)
+        return Expected<TensorMap>{Error{std::string(fileName) + ": tensors 'dense." +
+                                         std::string(part) + "' and 'o_proj." + std::string(part) +
+                                         "' name the same projection"}};
+    }
+  }
+  const ProjectionShape *parts[3] = {&expected.q, &expected.k, &expected.v};
+  int64_t rows = expected.q.outFeatures + expected.k.outFeatures + expected.v.outFeatures;
+  for (std::string_view part : {"weight", "bias"}) {
+    auto node = renamed.extract("qkv_proj." + std::string(part));
+    if (node.empty())
+      continue;
+    const HostTensor &packed = node.mapped();
+    bool weight = part == "weight";
+    std::vector<int64_t> shape =
+        weight ? std::vector<int64_t>{rows, expected.q.inFeatures} : std::vector<int64_t>{rows};
+    if (packed.shape != shape || !packed.isConsistent() ||
+        expected.k.inFeatures != expected.q.inFeatures)
+      return Expected<TensorMap>{Error{std::string(fileName) + ": tensor 'qkv_proj." +
+                                       std::string(part) + "' has shape " +
+                                       formatShape(packed.shape) + ", expected " +
+                                       formatShape(shape) + " (q, k and v stacked by rows)"}};
+    std::vector<float> values = packed.toFloat();
+    int64_t width = weight ? expected.q.inFeatures : 1, first = 0;
+    const char *names[3] = {"q_proj.", "k_proj.", "v_proj."};
+    for (int i = 0; i < 3; ++i) {
+      int64_t count = parts[i]->outFeatures * width;
+      auto begin = values.begin() + static_cast<std::ptrdiff_t>(first);
+      std::vector<int64_t> partShape = weight ? std::vector<int64_t>{parts[i]->outFeatures, width}
+                                              : std::vector<int64_t>{parts[i]->outFeatures};
+      std::string name = names[i] + std::string(part);
+      if (!renamed
+               .emplace(name, HostTensor::makeF32(std::move(partShape),
+                                                  std::vector<float>(begin, begin + count)))
+               .second)
+        return Expected<TensorMap>{Error{std::string(fileName) + ": tensors 'qkv_proj." +
+                                         std::string(part) + "' and " + quoteName(name) +
+                                         " name the same projection"}};
+      first += count;
+    }
+  }
+  return Expected<TensorMap>{std::move(renamed)};
+}
+
 Expected<LayerWeights> resolveWeights(const TensorMap &tensors, const WeightExpectation &expected,
                                       std::string_view fileName) {
-  return Resolver(tensors, expected, fileName).run();
+  std::optional<Expected<TensorMap>> renamed = renameCheckpointTensors(tensors, expected, fileName);
+  if (!renamed)
+    return Resolver(tensors, expected, fileName).run();
+  if (!*renamed)
+    return Error{renamed->error()};
+  return Resolver(**renamed, expected, fileName).run();
 }
 
 Expected<TensorMap> selectPrefix(const TensorMap &tensors, std::string_view prefix,

@@ -3,7 +3,9 @@
 // Part of mhac. docs/running.md names a layer's weights `q_proj.weight`, `q_proj.bias`, ...,
 // `o_proj.bias`, or, for self-attention whose projections are all [D, D], PyTorch's
 // `nn.MultiheadAttention` names `in_proj_weight` [3D, D], `in_proj_bias` [3D], `out_proj.weight`
-// and `out_proj.bias`. Resolution checks the tensors against the shapes the compiled layer
+// and `out_proj.bias`; decoder layers add `q_norm.weight`, `k_norm.weight` and `sinks`, and
+// Hugging Face's Phi (`dense` for o_proj) and Phi-3 (`qkv_proj`, q, k and v stacked by rows)
+// names are taken too. Resolution checks the tensors against the shapes the compiled layer
 // expects, so that a missing, misnamed, extra or misshaped tensor is an error naming it.
 //
 //===----------------------------------------------------------------------===//

@@ -28,7 +28,9 @@ usage:
 
   --layer NAME        the layer to run (needed when the module has several)
   --weights FILE      .safetensors with q_proj.weight, q_proj.bias, ..., o_proj.bias, or
-                      PyTorch's in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias
+                      PyTorch's in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias;
+                      decoder layers: q_norm.weight, k_norm.weight, sinks (Phi's dense and
+                      Phi-3's fused qkv_proj are taken too, rotary_emb.inv_freq skipped)
   --weights-prefix P  read the tensors whose names start with P, P removed: one layer of a
                       checkpoint of many (Hugging Face: 'model.layers.0.self_attn.')
   --input FILE        x, float32 .npy of shape [batch, seq, model_dim]

@@ -198,6 +198,33 @@ TEST(WeightsTest, DecoderTensors) {
                         "rms)"));
 }
 
+TEST(WeightsTest, RenamesPhiCheckpointTensors) {
+  // Phi-3: q, k and v stacked by rows in qkv_proj [4 + 2 + 2, 6]; Phi: the output is `dense`.
+  WeightExpectation expected;
+  expected.q = {4, 6};
+  expected.k = expected.v = {2, 6};
+  expected.o = {6, 4};
+  expected.hasBias = false;
+  TensorMap tensors;
+  tensors["qkv_proj.weight"] = f32({8, 6});
+  tensors["dense.weight"] = f32({6, 4}, 1000);
+  Expected<LayerWeights> weights = resolveWeights(tensors, expected, kFile);
+  ASSERT_TRUE(weights) << weights.error();
+  EXPECT_EQ(weights->q.weight.shape, (std::vector<int64_t>{4, 6}));
+  EXPECT_EQ(weights->k.weight.f32.front(), 24); // row 4 of the stack
+  EXPECT_EQ(weights->v.weight.f32.front(), 36); // row 6
+  EXPECT_EQ(weights->o.weight.f32.front(), 1000);
+
+  tensors["qkv_proj.weight"] = f32({9, 6});
+  EXPECT_TRUE(failsWith(resolveWeights(tensors, expected, kFile), kFile,
+                        "tensor 'qkv_proj.weight' has shape [9, 6], expected [8, 6] (q, k and v "
+                        "stacked by rows)"));
+  tensors["qkv_proj.weight"] = f32({8, 6});
+  tensors["o_proj.weight"] = f32({6, 4});
+  EXPECT_TRUE(failsWith(resolveWeights(tensors, expected, kFile), kFile,
+                        "tensors 'dense.weight' and 'o_proj.weight' name the same projection"));
+}
+
 TEST(WeightsTest, ReportsMissingTensors) {
   WeightExpectation expected = crossAttention();
   TensorMap tensors = nativeTensors(expected);
