@@ -373,6 +373,21 @@ double LayerCall::flops() const {
   return total;
 }
 
+double LayerCall::bytesMoved() const {
+  double bytes = static_cast<double>(layer_.prepared_bytes) + static_cast<double>(bytes_.front()) +
+                 static_cast<double>(bytes_.back());
+  if (data_.shape.cross)
+    bytes += static_cast<double>(bytes_[1]);
+  // Row b's queries, at positions cache_len[b] .. cache_len[b] + S - 1, attend over positions
+  // from the first query's window (or 0) to the last query's own.
+  double rowBytes = 2.0 * static_cast<double>(layer_.kv_heads * layer_.head_dim * elementBytes_);
+  for (int32_t length : data_.cacheLen) {
+    int64_t first = layer_.window ? std::max<int64_t>(0, length - layer_.window + 1) : 0;
+    bytes += static_cast<double>(length + sizes_.seq - first) * rowBytes;
+  }
+  return bytes;
+}
+
 LayerCall::LayerCall(const mhac_layer &layer, const LayerData &data)
     : layer_(layer), data_(data), sizes_{data.shape.batch, data.shape.seq, data.shape.kvSeq} {
   bool bf16 = layer.dtype == MHAC_DTYPE_BF16;

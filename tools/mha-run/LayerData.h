@@ -84,6 +84,9 @@ public:
   std::string cacheMisbehaviour() const;
   /// FLOPs of one call (mhac_layer_flops), for a cache layer summed over its rows' cache_len.
   double flops() const;
+  /// The bytes a call on prepared weights moves at the least: the prepared block, the inputs
+  /// and the output once, and a cache layer's cache rows that its queries attend over.
+  double bytesMoved() const;
 
 private:
   /// Copies the tensors of a CUDA layer to the device; returns an mhac_status.

@@ -56,8 +56,10 @@ usage:
                       1 past the tolerance of the layer's dtype (1e-4 for f32, 2e-2 for bf16)
   --bench N           after one warm-up call, time N calls; prints the median, min and max time
                       per call, the GFLOP/s at the median, and the fraction of the machine's
-                      peak when MHAC_PEAK_GFLOPS gives it (a progress line goes to a terminal's
-                      stderr when the benchmark runs longer than a second)
+                      peak when MHAC_PEAK_GFLOPS gives it; for CPU layers the GB/s moved at
+                      the least (prepared weights, inputs, output, the cache rows attended
+                      over), and their fraction of MHAC_BANDWIDTH_GBS when set (a progress line
+                      goes to a terminal's stderr when the benchmark runs longer than a second)
   --batch N, --seq N, --kv-seq N
                       sizes of the dimensions the layer declares '?' (files give them too)
   --threads N         threads of the runtime's pool (default: MHAC_NUM_THREADS, else all CPUs)

@@ -65,9 +65,9 @@ std::string describeStatus(int32_t status) {
   return text;
 }
 
-/// The machine's peak in GFLOP/s, when MHAC_PEAK_GFLOPS gives it.
-std::optional<double> knownPeak() {
-  const char *text = std::getenv("MHAC_PEAK_GFLOPS");
+/// A positive number from the environment variable `name`, if it holds one.
+std::optional<double> positiveFromEnvironment(const char *name) {
+  const char *text = std::getenv(name);
   if (!text || !*text)
     return std::nullopt;
   char *end = nullptr;
@@ -136,13 +136,21 @@ void bench(LayerCall &call, const mhac_layer &layer, long calls) {
   double median = seconds[seconds.size() / 2];
   double gflops = call.flops() / median * 1e-9;
   std::string peak;
-  if (std::optional<double> known = knownPeak())
+  if (std::optional<double> known = positiveFromEnvironment("MHAC_PEAK_GFLOPS"))
     peak = fmt::format(", {:.0f}% of peak", 100 * gflops / *known);
   else if (auto device = layer.device ? gpuPeak(layer) : std::nullopt)
     peak = fmt::format(", {:.0f}% of {}", 100 * gflops / device->first, device->second);
-  fmt::print("{}: {} calls: median {:.3f} ms (min {:.3f}, max {:.3f}), {:.1f} GFLOP/s{}\n",
+  // Bytes a second, against the memory bandwidth where it is given: a decode step's measure.
+  std::string streamed;
+  if (!layer.device) {
+    double gbs = call.bytesMoved() / median * 1e-9;
+    streamed = fmt::format(", {:.1f} GB/s", gbs);
+    if (std::optional<double> bandwidth = positiveFromEnvironment("MHAC_BANDWIDTH_GBS"))
+      streamed += fmt::format(" ({:.0f}% of {:.1f} GB/s)", 100 * gbs / *bandwidth, *bandwidth);
+  }
+  fmt::print("{}: {} calls: median {:.3f} ms (min {:.3f}, max {:.3f}), {:.1f} GFLOP/s{}{}\n",
              layer.name, seconds.size(), median * 1e3, seconds.front() * 1e3, seconds.back() * 1e3,
-             gflops, peak);
+             gflops, peak, streamed);
 }
 
 /// Replaces --k-cache and --v-cache by the caches with the rows the call wrote (each file
