@@ -70,12 +70,23 @@ struct LongCallBlocking {
   AttentionBlocking blocking;
 };
 
+/// The blocking of calls with few queries (a decode step), where an op's sequence is known at
+/// run time only: blocks of one vector of rows, so that a step's G query heads of one position
+/// fill a vector rather than a sixteenth of a taller block.
+struct ShortCallBlocking {
+  /// Calls with at most this many query positions take `blocking`.
+  int64_t positions;
+  AttentionBlocking blocking;
+};
+
 /// Builds the loop nest of one mha.attention.
 class AttentionLowering {
 public:
   AttentionLowering(mha::AttentionOp op, OpBuilder &b, AttentionBlocking blocking,
-                    std::optional<LongCallBlocking> longCalls = std::nullopt)
+                    std::optional<LongCallBlocking> longCalls = std::nullopt,
+                    std::optional<ShortCallBlocking> shortCalls = std::nullopt)
       : op_(op), b_(b), loc_(op.getLoc()), blocking_(blocking), longCalls_(longCalls),
+        shortCalls_(shortCalls),
         headDim_(op.getHeadDim()), window_(static_cast<int64_t>(op.getWindow().value_or(0))),
         f32_(b.getF32Type()), elementType_(op.getQuery().getType().getElementType()),
         keyElementType_(cast<ShapedType>(op.getKey().getType()).getElementType()),
@@ -259,9 +270,10 @@ private:
   mha::AttentionOp op_;
   OpBuilder &b_;
   Location loc_;
-  /// The blocking of the nest being built: the one given, or longCalls_'s.
+  /// The blocking of the nest being built: the one given, longCalls_'s or shortCalls_'s.
   AttentionBlocking blocking_;
   std::optional<LongCallBlocking> longCalls_;
+  std::optional<ShortCallBlocking> shortCalls_;
   int64_t headDim_;
   /// The sliding window's keys per query (0: none).
   int64_t window_;

@@ -116,22 +116,33 @@ Value AttentionLowering::build() {
   if (blocking_.bf16Products())
     buildAmxOperands(batchSize, kvSeq, op_.getHeads() / blocking_.heads);
 
-  if (!longCalls_) {
-    buildBlocks(batchSize, seq, kvSeq, kvLens);
-  } else {
-    // The same loops twice, each with its blocks, and the call's keys choose.
-    auto isLong = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sge, kvSeq,
-                                        index(longCalls_->keys));
-    auto ifOp = scf::IfOp::create(b_, loc_, isLong, /*withElseRegion=*/true);
+  // The same loops two or three times, each with its blocks, where the call's sizes choose:
+  // few queries take the short calls' blocks, many keys the long calls'.
+  AttentionBlocking blocking = blocking_;
+  auto choose = [&](Value condition, const AttentionBlocking &then,
+                    llvm::function_ref<void()> otherwise) {
+    auto ifOp = scf::IfOp::create(b_, loc_, condition, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b_);
-    AttentionBlocking blocking = blocking_;
     b_.setInsertionPointToStart(ifOp.thenBlock());
-    blocking_ = longCalls_->blocking;
+    blocking_ = then;
     buildBlocks(batchSize, seq, kvSeq, kvLens);
     b_.setInsertionPointToStart(ifOp.elseBlock());
     blocking_ = blocking;
-    buildBlocks(batchSize, seq, kvSeq, kvLens);
-  }
+    otherwise();
+  };
+  auto byKeys = [&] {
+    if (!longCalls_)
+      return buildBlocks(batchSize, seq, kvSeq, kvLens);
+    choose(arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sge, kvSeq,
+                                 index(longCalls_->keys)),
+           longCalls_->blocking, [&] { buildBlocks(batchSize, seq, kvSeq, kvLens); });
+  };
+  if (!shortCalls_)
+    byKeys();
+  else
+    choose(arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sle, seq,
+                                 index(shortCalls_->positions)),
+           shortCalls_->blocking, byKeys);
   return bufferization::ToTensorOp::create(b_, loc_, op_.getResult().getType(), out_,
                                            /*restrict=*/true,
                                            /*writable=*/true);
@@ -321,10 +332,10 @@ struct ConvertMhaAttentionToLoopsPass
   /// values up to them that make whole tiles of its block (mhac's schedule validator has
   /// already made them exact for the layer it compiles; mhac-opt may run one set of options
   /// over functions with different blocks).
-  AttentionBlocking blockingOf(mha::AttentionOp op, int64_t growth) {
-    AttentionBlock block = attentionBlock(op.getGroupSize(), op.getQuery().getType().getDimSize(1),
-                                          growth * queryBlock, growth * groupedQueryBlock,
-                                          vectorLanes);
+  /// `seq` bounds the positions of a block: the op's static sequence, or a short call's.
+  AttentionBlocking blockingOf(mha::AttentionOp op, int64_t growth, int64_t seq) {
+    AttentionBlock block = attentionBlock(op.getGroupSize(), seq, growth * queryBlock,
+                                          growth * groupedQueryBlock, vectorLanes);
     auto largestDivisor = [](int64_t extent, int64_t bound) {
       int64_t divisor = std::min(extent, bound);
       while (extent % divisor != 0)
@@ -371,10 +382,24 @@ struct ConvertMhaAttentionToLoopsPass
       // A cache's length is its capacity, not a call's keys: its calls take one blocking.
       int64_t keys = op.readsCache() ? ShapedType::kDynamic
                                      : cast<ShapedType>(op.getKey().getType()).getDimSize(1);
+      int64_t seq = op.getQuery().getType().getDimSize(1);
       for (int64_t growth :
            blockGrowths(keys, op.readsCache() ? 0 : longKeys, longBlockGrowth))
-        blockings.push_back(blockingOf(op, growth));
-      for (const AttentionBlocking &blocking : blockings) {
+        blockings.push_back(blockingOf(op, growth, seq));
+      // Calls of at most one vector of query rows (lanes / G positions, at least one), where
+      // the sequence is known at run time only (a static one sizes its blocks already) and
+      // the blocks would be taller.
+      std::optional<ShortCallBlocking> shortCalls;
+      int64_t shortPositions = std::max<int64_t>(1, vectorLanes / op.getGroupSize());
+      if (ShapedType::isDynamic(seq)) {
+        AttentionBlocking shortBlocking = blockingOf(op, 1, shortPositions);
+        if (shortBlocking.queryBlock < blockings[0].queryBlock)
+          shortCalls = ShortCallBlocking{shortBlocking.positions, shortBlocking};
+      }
+      SmallVector<AttentionBlocking, 3> checked(blockings.begin(), blockings.end());
+      if (shortCalls)
+        checked.push_back(shortCalls->blocking);
+      for (const AttentionBlocking &blocking : checked) {
         if (blocking.bf16Products() && op.readsCache()) {
           op.emitError("attention's bf16 products lay out a call's keys and values, and do not "
                        "read caches: use f32 products (attention_compute = f32)");
@@ -395,7 +420,8 @@ struct ConvertMhaAttentionToLoopsPass
       if (blockings.size() == 2 && blockings[1].queryBlock > blockings[0].queryBlock)
         longCalls = LongCallBlocking{longKeys, blockings[1]};
       OpBuilder builder(op);
-      Value result = AttentionLowering(op, builder, blockings[0], longCalls).build();
+      Value result =
+          AttentionLowering(op, builder, blockings[0], longCalls, shortCalls).build();
       op.getResult().replaceAllUsesWith(result);
       op.erase();
     }
