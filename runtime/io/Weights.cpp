@@ -220,13 +220,9 @@ private:
       return std::nullopt;
     }
     const HostTensor &found = it->second;
-    bool dtypeOk =
-        found.dtype == DType::F32 || (found.dtype == DType::BF16 && expected_.dtype == DType::BF16);
-    if (!dtypeOk) {
-      error_ = tensor + " has dtype " + dtypeName(found.dtype) + ", expected " +
-               (expected_.dtype == DType::BF16 ? "BF16 or F32" : "F32");
-      if (found.dtype == DType::BF16)
-        error_ += " (BF16 weights need a layer with dtype = bf16)";
+    // BF16 widens to F32 exactly: a bf16 checkpoint serves an f32 layer as it is.
+    if (found.dtype != DType::F32 && found.dtype != DType::BF16) {
+      error_ = tensor + " has dtype " + dtypeName(found.dtype) + ", expected BF16 or F32";
       return std::nullopt;
     }
     if (found.shape != shape) {

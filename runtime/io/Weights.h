@@ -34,8 +34,6 @@ struct WeightExpectation {
   ProjectionShape q, k, v, o;
   /// Whether the layer has biases (`bias = true`); without, bias tensors are errors.
   bool hasBias = true;
-  /// The layer's dtype. F32 layers take F32 weights; BF16 layers take BF16 or F32 weights.
-  DType dtype = DType::F32;
   /// Decoder layers: head_dim when the layer has qk_norm (q_norm.weight and k_norm.weight
   /// [head_dim]), else 0; heads when it has sinks (sinks [heads]), else 0.
   int64_t normWidth = 0;

@@ -57,15 +57,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       finding("BF16 tensor not converted", entry.first);
   }
 
-  // Self-attention with D = 2 (which also admits PyTorch's names), with and without biases and
-  // in both dtypes, and a grouped-query cross-attention layer.
+  // Self-attention with D = 2 (which also admits PyTorch's names), with and without biases,
+  // a decoder layer with q/k norm and sinks, and a grouped-query cross-attention layer.
   WeightExpectation layers[4];
   layers[0].q = layers[0].k = layers[0].v = layers[0].o = {2, 2};
   layers[1] = layers[0];
   layers[1].hasBias = false;
-  layers[1].dtype = DType::BF16;
   layers[2] = layers[0];
-  layers[2].dtype = DType::BF16;
+  layers[2].normWidth = 2;
+  layers[2].sinks = 1;
   layers[3].q = {2, 3};
   layers[3].k = layers[3].v = {1, 2};
   layers[3].o = {3, 2};

@@ -141,7 +141,6 @@ io::WeightExpectation expectationOf(const mhac_layer &layer) {
   expected.v = {kvWidth, layer.kv_dim};
   expected.o = {layer.model_dim, width};
   expected.hasBias = layer.bias;
-  expected.dtype = layer.dtype == MHAC_DTYPE_BF16 ? io::DType::BF16 : io::DType::F32;
   expected.normWidth = layer.qk_norm ? layer.head_dim : 0;
   expected.sinks = layer.sinks ? layer.heads : 0;
   return expected;
