@@ -26,6 +26,18 @@ RopeParameters rope(int64_t dim, double base) {
   return parameters;
 }
 
+/// `rope(dim, base)` with Llama 3.1's scaling.
+RopeParameters llama3(int64_t dim, double base, double factor, double low, double high,
+                      int64_t originalMax) {
+  RopeParameters parameters = rope(dim, base);
+  parameters.scaling = RopeScaling::Llama3;
+  parameters.factor = factor;
+  parameters.lowFreqFactor = low;
+  parameters.highFreqFactor = high;
+  parameters.originalMax = originalMax;
+  return parameters;
+}
+
 } // namespace
 
 TEST(RopeTest, DefaultFrequenciesArePowersOfTheBase) {
@@ -47,13 +59,7 @@ TEST(RopeTest, LinearDividesEveryFrequency) {
 }
 
 TEST(RopeTest, Llama3KeepsShortWavelengthsDividesLongOnesAndBlendsBetween) {
-  RopeParameters parameters = rope(128, 500000);
-  parameters.scaling = RopeScaling::Llama3;
-  parameters.factor = 8;
-  parameters.lowFreqFactor = 1;
-  parameters.highFreqFactor = 4;
-  parameters.originalMax = 8192;
-  RopeFrequencies f = ropeFrequencies(parameters);
+  RopeFrequencies f = ropeFrequencies(llama3(128, 500000, 8, 1, 4, 8192));
   RopeFrequencies plain = ropeFrequencies(rope(128, 500000));
   // Pair 0 turns once per 2π positions, far below 8192 / 4: kept. Pair 63's wavelength is
   // millions of positions, past 8192 / 1: divided by the factor.
@@ -62,14 +68,9 @@ TEST(RopeTest, Llama3KeepsShortWavelengthsDividesLongOnesAndBlendsBetween) {
 
   // One pair of wavelength 2π between original_max / high = 4 and original_max / low = 12:
   // smooth = (12 / 2π - 1) / (3 - 1), f = (1 - smooth) / factor + smooth.
-  RopeParameters blend = rope(2, 10000);
-  blend.scaling = RopeScaling::Llama3;
-  blend.factor = 2;
-  blend.lowFreqFactor = 1;
-  blend.highFreqFactor = 3;
-  blend.originalMax = 12;
   double smooth = (12 / (2 * kPi) - 1) / 2;
-  EXPECT_NEAR(ropeFrequencies(blend).inverse[0], (1 - smooth) / 2 + smooth, 1e-15);
+  EXPECT_NEAR(ropeFrequencies(llama3(2, 10000, 2, 1, 3, 12)).inverse[0], (1 - smooth) / 2 + smooth,
+              1e-15);
 }
 
 TEST(RopeTest, YarnRampsFromExtrapolationToInterpolation) {
