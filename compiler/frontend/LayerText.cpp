@@ -80,7 +80,9 @@ std::vector<std::pair<const char *, std::string>> keys(const LayerSpec &spec) {
   if (spec.cross)
     result.emplace_back("kv_dim", size(spec.kvDim));
   result.emplace_back("causal", flag(spec.causal));
-  result.emplace_back("kv_lens", flag(spec.kvLens));
+  // A cache's lengths are its cache_len: the language refuses kv_lens beside kv_cache.
+  if (!spec.kvCache)
+    result.emplace_back("kv_lens", flag(spec.kvLens));
   result.emplace_back("bias", flag(spec.bias));
   result.emplace_back("dtype", dtypeName(spec.dtype));
   // Enough digits that the double reads back exactly.

@@ -20,7 +20,8 @@ bool sameLayer(const LayerSpec &a, const LayerSpec &b) {
          a.headDim == b.headDim && a.kvHeads == b.kvHeads && a.seq == b.seq &&
          a.batch == b.batch && a.kvSeq == b.kvSeq && a.kvDim == b.kvDim && a.cross == b.cross &&
          a.causal == b.causal && a.kvLens == b.kvLens && a.bias == b.bias && a.dtype == b.dtype &&
-         a.scale == b.scale;
+         a.scale == b.scale && a.kvCache == b.kvCache && a.window == b.window &&
+         a.rope.enabled() == b.rope.enabled();
 }
 
 } // namespace
@@ -30,7 +31,10 @@ TEST(LayerTextTest, PrintedLayersReadBackAsTheSameLayers) {
                   "layer b { model_dim = 64\n heads = 4\n kv_heads = 2\n head_dim = 24\n"
                   "  cross = true\n kv_seq = 7\n kv_dim = 40\n seq = 5\n batch = 3\n"
                   "  causal = true\n kv_lens = true\n bias = false\n dtype = bf16\n"
-                  "  scale = 0.1 }\n");
+                  "  scale = 0.1 }\n"
+                  // A decoder layer: read back without the kv_lens its cache excludes.
+                  "layer c { model_dim = 64\n heads = 4\n kv_heads = 2\n seq = ?\n"
+                  "  rope = half\n window = 16\n kv_cache = 32 }\n");
   ASSERT_TRUE(run.layers) << run.messages.str();
   for (const LayerSpec &layer : *run.layers) {
     FrontendRun again(printLayer(layer));
