@@ -166,6 +166,15 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
     ends its p.v reduction at their last pair; and at the head's last pair: `dot` takes any
     head (a head of 40: its last tiles of values and accumulators 8 features wide; an odd
     head's last pair of a key read in place is its last feature and a zero).
+
+    Calls of at most `decode-positions` query positions against a cache (decode steps) take
+    the split-cache nest instead, where the call's sequence says so at run time: each row's
+    scores with lanes over keys (the lanes of the products of `vector-lanes` keys summed by a
+    tree of shuffles), the keys that a batch's rows see split into chunks of `decode-chunk`
+    keys that are parallel tasks with an online softmax over blocks of `decode-key-block`
+    keys, and a second parallel loop merging each row's partial states. All the query heads
+    of a group and all positions of the call are one task's rows, so each cache row is read
+    once per group and chunk; its p.v tiles are `value-tile-rows` x `value-tile-vectors`.
   }];
   let options = [
     Option<"queryBlock", "query-block", "int64_t", /*default=*/"48",
@@ -202,6 +211,13 @@ def ConvertMhaAttentionToLoops : Pass<"convert-mha-attention-to-loops", "mlir::f
            "With amx: each tile operation in vector operations instead of AMX's">,
     Option<"dot", "dot", "bool", /*default=*/"false",
            "Both products on AVX512-BF16's vdpbf16ps, in register tiles of amx's operands">,
+    Option<"decodePositions", "decode-positions", "int64_t", /*default=*/"0",
+           "Calls of at most this many positions against a cache take the decode nest "
+           "(0: none does)">,
+    Option<"decodeChunk", "decode-chunk", "int64_t", /*default=*/"512",
+           "Keys of one parallel task of the decode nest">,
+    Option<"decodeKeyBlock", "decode-key-block", "int64_t", /*default=*/"128",
+           "Keys of one online-softmax block of the decode nest (whole vectors)">,
   ];
   let dependentDialects = [
     "mlir::amx::AMXDialect",

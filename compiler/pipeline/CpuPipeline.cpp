@@ -116,7 +116,8 @@ LogicalResult lowerMhaToLinalg(ModuleOp module, const LayerSchedules &schedules,
         a.scoreTileVectors, a.valueTileRows, a.valueTileVectors,
         a.queryTranspose == QueryTranspose::Tiles, a.keyPrefetchDistance, a.prefetchValues,
         a.prefetchNextBlock, a.compute == AttentionCompute::Amx, target.emulateAmx,
-        a.compute == AttentionCompute::Dot}));
+        a.compute == AttentionCompute::Dot, a.decodePositions, a.decodeChunk,
+        a.decodeKeyBlock}));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   });

@@ -152,6 +152,17 @@ std::vector<Knob> makeKnobs() {
       makeKnob<kAttention, &A::prefetchNextBlock>(
           KnobId::AttentionPrefetchNextBlock, "attention_prefetch_next_block",
           "prefetch the next task's queries, this output", kBoolean, 0, 1),
+      makeKnob<kAttention, &A::decodePositions>(
+          KnobId::AttentionDecodePositions, "attention_decode_positions",
+          "calls of at most this many positions against a cache: the decode nest", kInteger, 0,
+          64),
+      makeKnob<kAttention, &A::decodeChunk>(KnobId::AttentionDecodeChunk,
+                                            "attention_decode_chunk",
+                                            "keys of one row per decode task", kInteger, 1,
+                                            1 << 20),
+      makeKnob<kAttention, &A::decodeKeyBlock>(
+          KnobId::AttentionDecodeKeyBlock, "attention_decode_key_block",
+          "keys per softmax block of a decode task", kInteger, 16, 1024, /*step=*/0),
       withChoices(makeKnob<kAttention, &A::compute>(
                       KnobId::AttentionCompute, "attention_compute",
                       "bf16 layers: attention's products in f32, or bf16 on vdpbf16ps or AMX",
@@ -334,6 +345,18 @@ int64_t scratchLimit(const Schedule &s, const KnobContext &c) {
   int64_t lanes = lanesOf(c);
   int64_t rows = attentionBlock(layer.heads / layer.kvHeads, layer.seq, lanes, lanes, lanes).rows;
   return std::max(kMaxScratchBytes, 2 * scratchBytes(smallest, c, rows));
+}
+
+/// The scratch of a decode task (convert-mha-attention-to-loops's split-cache nest): its rows'
+/// scaled queries and accumulators (heads padded to whole vectors), a block of scores, the
+/// products of a vector of keys, and three scalars a row; 0 where the layer has no cache.
+int64_t decodeScratchBytes(const Schedule &s, const KnobContext &c) {
+  const LayerSpec &layer = *c.layer;
+  if (!layer.kvCache)
+    return 0;
+  int64_t rows = layer.heads / layer.kvHeads * s.attention.decodePositions;
+  int64_t width = vectorsFor(layer.headDim, lanesOf(c)) * lanesOf(c);
+  return 4 * rows * (2 * width + s.attention.decodeKeyBlock + lanesOf(c) * lanesOf(c) + 3);
 }
 
 /// The knob that sets the rows of the layer's blocks.
@@ -950,6 +973,20 @@ std::vector<Constraint> cpuConstraints() {
                             "attention_key_block)",
                             c.layer->name, scratchBytes(s, c, /*grown=*/false) / 1024,
                             scratchLimit(s, c) / 1024, blockKnob(c));
+       }},
+      {{KnobId::AttentionDecodePositions, KnobId::AttentionDecodeKeyBlock},
+       true,
+       [](const Schedule &s, const KnobContext &c) {
+         return decodeScratchBytes(s, c) <= scratchLimit(s, c);
+       },
+       [](const Schedule &s, const KnobContext &c) {
+         return fmt::format("a decode task of layer '{}' ({} query heads a key/value head, "
+                            "attention_decode_positions = {}) would need {} KiB of scratch on "
+                            "its thread's stack, more than {} KiB (lower "
+                            "attention_decode_positions or attention_decode_key_block)",
+                            c.layer->name, c.layer->heads / c.layer->kvHeads,
+                            s.attention.decodePositions, decodeScratchBytes(s, c) / 1024,
+                            scratchLimit(s, c) / 1024);
        }},
       // The grown blocks' own rule, which holds where there are none: a growth of 1 keeps it
       // whatever the plain blocks break.

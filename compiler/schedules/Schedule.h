@@ -114,6 +114,10 @@ struct AttentionSchedule {
   bool prefetchValues = false;
   /// The first key block prefetches the next task's query rows and this block's output rows.
   bool prefetchNextBlock = false;
+  /// Calls of at most this many query positions against a KV cache take the split-cache
+  /// decode nest (0: none do), whose tasks are chunks of `decodeChunk` keys of one row with an
+  /// online softmax over blocks of `decodeKeyBlock` keys.
+  int64_t decodePositions = 0, decodeChunk = 0, decodeKeyBlock = 0;
   AttentionCompute compute = AttentionCompute::F32;
 };
 

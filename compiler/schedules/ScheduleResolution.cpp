@@ -39,6 +39,8 @@ constexpr KnobId kFitOrder[] = {
     KnobId::AttentionValueTileVectors,
     KnobId::AttentionValueTileRows,
     KnobId::AttentionQueryTranspose,
+    KnobId::AttentionDecodeKeyBlock,
+    KnobId::AttentionDecodePositions,
     KnobId::ProjectionRegisterCols,
     KnobId::ProjectionRegisterRows,
     KnobId::ProjectionCacheRows,

@@ -68,17 +68,20 @@ double attentionCycles(const AttentionSchedule &a, const LayerSpec &layer, const
   int64_t lanes = target.lanes();
   int64_t group = layer.heads / layer.kvHeads;
   // The blocks of a call with these keys (attention_long_keys).
-  int64_t growth = blockGrowths(sizes.kvSeq, a.longKeys, a.longBlockGrowth).front();
+  int64_t seen = sizes.kvSeq + sizes.cacheLen;
+  int64_t growth = blockGrowths(seen, a.longKeys, a.longBlockGrowth).front();
   AttentionBlock block = attentionBlock(group, sizes.seq, growth * a.queryBlock,
                                         growth * a.groupedQueryBlock, lanes);
   int64_t blocks = static_cast<int64_t>(ceilDiv(sizes.seq, block.positions));
-  int64_t keyBlocks = static_cast<int64_t>(ceilDiv(sizes.kvSeq, a.keyBlock));
+  int64_t keyBlocks = static_cast<int64_t>(ceilDiv(seen, a.keyBlock));
   // Work per block: the scores (rows x keys x head) and p.v (rows x keys x head), on whole
   // key blocks; causal layers skip the blocks above the diagonal, so a block sees half the keys
-  // on average, plus half a key block and half its own rows where the diagonal cuts through.
+  // on average, plus half a key block and half its own rows where the diagonal cuts through;
+  // every row sees the cached keys.
   double keys = static_cast<double>(keyBlocks * a.keyBlock);
   if (layer.causal)
-    keys = std::min(keys, (static_cast<double>(sizes.kvSeq) + a.keyBlock + block.positions) / 2);
+    keys = std::min(keys, static_cast<double>(sizes.cacheLen) +
+                              (static_cast<double>(sizes.kvSeq) + a.keyBlock + block.positions) / 2);
   double rows = static_cast<double>(block.rows);
   double headVectors = ceilDiv(layer.headDim, lanes);
   double scoreFmas = rows / lanes * keys * layer.headDim;

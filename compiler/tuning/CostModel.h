@@ -21,6 +21,8 @@ namespace mhac {
 /// The sizes a layer is tuned for: its static sizes, and those given for its `?` dimensions.
 struct TuningSizes {
   int64_t batch = 1, seq = 1, kvSeq = 1;
+  /// A decoder layer's tokens already in its cache, which its calls' queries also see.
+  int64_t cacheLen = 0;
 };
 
 /// The estimate, split by the factors the report shows.

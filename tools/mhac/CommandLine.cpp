@@ -153,6 +153,10 @@ cl::opt<int64_t> tuneSeq("seq", cl::value_desc("N"), cl::sub(tuneCommand), cl::c
 cl::opt<int64_t> tuneKvSeq("kv-seq", cl::value_desc("N"), cl::sub(tuneCommand),
                            cl::cat(tuneCategory),
                            cl::desc("the key/value length to tune for, when the layer's is '?'"));
+cl::opt<int64_t> tuneCacheLen("cache-len", cl::value_desc("N"), cl::sub(tuneCommand),
+                              cl::cat(tuneCategory),
+                              cl::desc("the tokens already cached to tune a decoder layer's "
+                                       "calls against (layers with kv_cache; default 0)"));
 cl::opt<uint64_t> tuneSeed("seed", cl::value_desc("N"), cl::init(1), cl::sub(tuneCommand),
                            cl::cat(tuneCategory),
                            cl::desc("the seed of the search's random draws and of the data "
@@ -423,6 +427,14 @@ std::optional<TuneOptions> tuneOptions() {
       return std::nullopt;
     }
     *into = *option;
+  }
+  if (tuneCacheLen.getNumOccurrences() > 0) {
+    if (tuneCacheLen < 0) {
+      usageError(fmt::format("--cache-len needs a non-negative integer, got {}",
+                             static_cast<int64_t>(tuneCacheLen)));
+      return std::nullopt;
+    }
+    options.cacheLen = tuneCacheLen;
   }
   if (!(tuneBudget > 0)) {
     usageError(fmt::format("--budget needs a positive number of seconds, got {}",

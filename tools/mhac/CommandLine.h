@@ -61,6 +61,8 @@ struct TuneOptions {
   std::string target = "host";
   std::string outputPath; ///< the schedule file to write; empty: LAYER.sched
   std::optional<int64_t> threads, batch, seq, kvSeq;
+  /// The tokens already cached (layers with kv_cache).
+  std::optional<int64_t> cacheLen;
   double budgetSeconds = 300;
   uint64_t seed = 1;
   std::string cacheDir; ///< the tuning database; empty: the user's cache directory

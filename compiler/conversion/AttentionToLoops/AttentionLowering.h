@@ -79,14 +79,36 @@ struct ShortCallBlocking {
   AttentionBlocking blocking;
 };
 
+/// The split-cache decode nest (SplitCache.cpp) of calls with few query positions against a
+/// cache: the scores of each query row with lanes over keys, each row's keys split into chunks
+/// that are parallel tasks, and their partial softmax states merged.
+struct DecodeBlocking {
+  /// Calls with at most this many query positions take the decode nest.
+  int64_t positions;
+  /// Keys of one parallel task (a chunk of a row's keys), and of one block of its online
+  /// softmax (a multiple of `lanes`).
+  int64_t chunk, keyBlock;
+  /// The p.v register tile: query rows x vectors of the head.
+  int64_t valueTileRows, valueTileVectors;
+  /// f32 lanes of a vector register: the keys of one vector of scores.
+  int64_t lanes;
+};
+
+/// The keys a decode step's rows of one batch see together: the cache's rows [first, end),
+/// up to the last position, from the first position's window on; `past` is its cache_len.
+struct DecodeKeys {
+  Value past, first, end;
+};
+
 /// Builds the loop nest of one mha.attention.
 class AttentionLowering {
 public:
   AttentionLowering(mha::AttentionOp op, OpBuilder &b, AttentionBlocking blocking,
                     std::optional<LongCallBlocking> longCalls = std::nullopt,
-                    std::optional<ShortCallBlocking> shortCalls = std::nullopt)
+                    std::optional<ShortCallBlocking> shortCalls = std::nullopt,
+                    std::optional<DecodeBlocking> decode = std::nullopt)
       : op_(op), b_(b), loc_(op.getLoc()), blocking_(blocking), longCalls_(longCalls),
-        shortCalls_(shortCalls),
+        shortCalls_(shortCalls), decode_(decode),
         headDim_(op.getHeadDim()), window_(static_cast<int64_t>(op.getWindow().value_or(0))),
         f32_(b.getF32Type()), elementType_(op.getQuery().getType().getElementType()),
         keyElementType_(cast<ShapedType>(op.getKey().getType()).getElementType()),
@@ -108,6 +130,28 @@ private:
 
   /// The parallel loop over the blocks of query rows, with blocking_, writing into out_.
   void buildBlocks(Value batchSize, Value seq, Value kvSeq, Value kvLens);
+
+  // The split-cache decode nest (SplitCache.cpp).
+  /// The decode nest: a parallel loop over (batch, key/value head, chunk of keys) computing
+  /// partial states, then one over (batch, key/value head) merging them into out_.
+  void buildDecode(Value batchSize, Value seq);
+  /// The keys the rows of batch `batch` see together.
+  DecodeKeys decodeKeys(Value batch, Value seq);
+  /// The online softmax of the chunk [first, last) of batch_'s keys for the `rows` query rows
+  /// (row r is position r % seq of head r / seq of the group), into the partial states at
+  /// `chunk`.
+  void buildDecodeChunk(Value seq, Value first, Value last, Value chunk, Value partialAcc,
+                        Value partialMax, Value partialSum);
+  /// out_ for batch_'s rows of the group from its `chunks` partial states.
+  void buildDecodeMerge(Value seq, Value chunks, Value partialAcc, Value partialMax,
+                        Value partialSum);
+  /// Vector `c` of a key or value row, as f32 (the head's last vector masked past its end).
+  Value loadHeadVector(Value memref, Value batch, Value row, Value column, int64_t c);
+  /// The vector whose lane t is the sum of the lanes of `vectors[t]` (as many vectors as
+  /// lanes): a tree of shuffles and adds, log2(lanes) levels, with no horizontal reduction.
+  Value sumLanesOfEach(ArrayRef<Value> vectors);
+  /// 2^x of a scalar.
+  Value scalarExp2(Value x);
 
   /// The offset of vector `v` of the block's queries.
   Value vectorOffset(int64_t v) { return index(v * blocking_.lanes); }
@@ -274,6 +318,7 @@ private:
   AttentionBlocking blocking_;
   std::optional<LongCallBlocking> longCalls_;
   std::optional<ShortCallBlocking> shortCalls_;
+  std::optional<DecodeBlocking> decode_;
   int64_t headDim_;
   /// The sliding window's keys per query (0: none).
   int64_t window_;

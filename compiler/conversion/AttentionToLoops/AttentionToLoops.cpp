@@ -48,6 +48,7 @@
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <limits>
 
@@ -137,12 +138,23 @@ Value AttentionLowering::build() {
                                  index(longCalls_->keys)),
            longCalls_->blocking, [&] { buildBlocks(batchSize, seq, kvSeq, kvLens); });
   };
-  if (!shortCalls_)
-    byKeys();
-  else
+  auto byPositions = [&] {
+    if (!shortCalls_)
+      return byKeys();
     choose(arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sle, seq,
                                  index(shortCalls_->positions)),
            shortCalls_->blocking, byKeys);
+  };
+  // Decode steps (few positions against a cache) take the split-cache nest.
+  int64_t staticSeq = queryType.getDimSize(1);
+  if (!decode_)
+    byPositions();
+  else if (!ShapedType::isDynamic(staticSeq))
+    staticSeq <= decode_->positions ? buildDecode(batchSize, seq) : byPositions();
+  else
+    ifThenElse(arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sle, seq,
+                                     index(decode_->positions)),
+               [&] { buildDecode(batchSize, seq); }, byPositions);
   return bufferization::ToTensorOp::create(b_, loc_, op_.getResult().getType(), out_,
                                            /*restrict=*/true,
                                            /*writable=*/true);
@@ -375,6 +387,13 @@ struct ConvertMhaAttentionToLoopsPass
                                "key-prefetch-distance not negative");
       return signalPassFailure();
     }
+    if (decodePositions < 0 || decodeChunk < 1 || decodeKeyBlock < 1 ||
+        decodeKeyBlock % vectorLanes != 0 || !llvm::isPowerOf2_64(vectorLanes)) {
+      getOperation().emitError("decode-positions must not be negative, decode-chunk must be "
+                               "positive and decode-key-block a positive multiple of "
+                               "vector-lanes, a power of two");
+      return signalPassFailure();
+    }
     SmallVector<mha::AttentionOp> ops;
     getOperation().walk([&](mha::AttentionOp op) { ops.push_back(op); });
     for (mha::AttentionOp op : ops) {
@@ -419,9 +438,20 @@ struct ConvertMhaAttentionToLoopsPass
       std::optional<LongCallBlocking> longCalls;
       if (blockings.size() == 2 && blockings[1].queryBlock > blockings[0].queryBlock)
         longCalls = LongCallBlocking{longKeys, blockings[1]};
+      // Decode steps against a cache (the f32 products: the only ones that read caches).
+      std::optional<DecodeBlocking> decode;
+      // A static sequence bounds a task's rows.
+      if (op.readsCache() && decodePositions > 0)
+        decode = DecodeBlocking{ShapedType::isDynamic(seq) ? decodePositions
+                                                           : std::min<int64_t>(decodePositions, seq),
+                                decodeChunk,
+                                decodeKeyBlock,
+                                valueTileRows,
+                                valueTileVectors,
+                                vectorLanes};
       OpBuilder builder(op);
       Value result =
-          AttentionLowering(op, builder, blockings[0], longCalls, shortCalls).build();
+          AttentionLowering(op, builder, blockings[0], longCalls, shortCalls, decode).build();
       op.getResult().replaceAllUsesWith(result);
       op.erase();
     }

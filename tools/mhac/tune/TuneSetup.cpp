@@ -67,7 +67,11 @@ std::optional<int64_t> tunedSize(int64_t declared, std::optional<int64_t> given,
 } // namespace
 
 std::string TuneSetup::sizesText() const {
-  return fmt::format("batch={} seq={} kv_seq={}", sizes.batch, sizes.seq, sizes.kvSeq);
+  std::string text =
+      fmt::format("batch={} seq={} kv_seq={}", sizes.batch, sizes.seq, sizes.kvSeq);
+  if (layer.kvCache)
+    text += fmt::format(" cache_len={}", sizes.cacheLen);
+  return text;
 }
 
 std::vector<std::string> TuneSetup::runtimeSizeArguments() const {
@@ -78,6 +82,8 @@ std::vector<std::string> TuneSetup::runtimeSizeArguments() const {
     arguments.insert(arguments.end(), {"--seq", std::to_string(sizes.seq)});
   if (layer.cross && layer.kvSeq == kDynamicSize)
     arguments.insert(arguments.end(), {"--kv-seq", std::to_string(sizes.kvSeq)});
+  if (layer.kvCache)
+    arguments.insert(arguments.end(), {"--cache-len", std::to_string(sizes.cacheLen)});
   return arguments;
 }
 
@@ -88,13 +94,13 @@ TuningKey TuneSetup::key() const {
 
 double TuneSetup::flops() const {
   double b = static_cast<double>(sizes.batch), s = static_cast<double>(sizes.seq),
-         skv = static_cast<double>(sizes.kvSeq);
+         skv = static_cast<double>(sizes.kvSeq), cached = static_cast<double>(sizes.cacheLen);
   double queryWidth = static_cast<double>(layer.heads * layer.headDim);
   double kvWidth = static_cast<double>(layer.kvHeads * layer.headDim);
   double projections = 2 * b *
                        (s * layer.modelDim * queryWidth + 2 * skv * layer.kvDim * kvWidth +
                         s * queryWidth * layer.modelDim);
-  return projections + 4 * b * s * skv * queryWidth;
+  return projections + 4 * b * s * (skv + cached) * queryWidth;
 }
 
 std::optional<TuneSetup> setUpTuning(const TuneOptions &options, int &status) {
@@ -160,6 +166,20 @@ std::optional<TuneSetup> setUpTuning(const TuneOptions &options, int &status) {
   if (!kvSeq)
     return std::nullopt;
   setup.sizes = TuningSizes{*batch, *seq, *kvSeq};
+  if (options.cacheLen && !layer.kvCache) {
+    fmt::print(stderr, "mhac: error: --cache-len {}: layer '{}' has no kv_cache\n",
+               *options.cacheLen, layer.name);
+    return std::nullopt;
+  }
+  setup.sizes.cacheLen = options.cacheLen.value_or(0);
+  if (layer.kvCache && setup.sizes.cacheLen + *seq > layer.kvCache) {
+    fmt::print(stderr,
+               "mhac: error: --cache-len {} and seq {} are {} positions; layer '{}''s cache "
+               "holds {} (kv_cache)\n",
+               setup.sizes.cacheLen, *seq, setup.sizes.cacheLen + *seq, layer.name,
+               layer.kvCache);
+    return std::nullopt;
+  }
   setup.threads = options.threads ? static_cast<int>(*options.threads) : defaultThreads();
 
   setup.schedulePath = options.outputPath.empty() ? layer.name + ".sched" : options.outputPath;
