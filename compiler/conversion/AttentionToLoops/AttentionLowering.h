@@ -145,6 +145,8 @@ private:
   /// out_ for batch_'s rows of the group from its `chunks` partial states.
   void buildDecodeMerge(Value seq, Value chunks, Value partialAcc, Value partialMax,
                         Value partialSum);
+  /// Vectors of a head in the decode nest's rows (the last one zero past the head).
+  int64_t decodeHeadVectors() const { return (headDim_ + decode_->lanes - 1) / decode_->lanes; }
   /// Vector `c` of a key or value row, as f32 (the head's last vector masked past its end).
   Value loadHeadVector(Value memref, Value batch, Value row, Value column, int64_t c);
   /// The vector whose lane t is the sum of the lanes of `vectors[t]` (as many vectors as

@@ -94,7 +94,7 @@ void AttentionLowering::buildDecode(Value batchSize, Value seq) {
   const DecodeBlocking &d = *decode_;
   Value c0 = index(0), c1 = index(1);
   int64_t heads = op_.getGroupSize(), kvHeads = op_.getKvHeads();
-  int64_t width = llvm::divideCeil(headDim_, d.lanes) * d.lanes;
+  int64_t width = decodeHeadVectors() * d.lanes;
   int64_t maxRows = heads * d.positions;
 
   // The chunks of the batch whose rows see the most keys bound the parallel loop.
@@ -152,7 +152,7 @@ void AttentionLowering::buildDecodeChunk(Value seq, Value first, Value last, Val
                                          Value partialAcc, Value partialMax, Value partialSum) {
   const DecodeBlocking &d = *decode_;
   int64_t lanes = d.lanes, heads = op_.getGroupSize();
-  int64_t vectors = llvm::divideCeil(headDim_, lanes), width = vectors * lanes;
+  int64_t vectors = decodeHeadVectors(), width = vectors * lanes;
   int64_t maxRows = heads * d.positions;
   Value c0 = index(0), c1 = index(1);
   Value negInf = f32(-std::numeric_limits<double>::infinity());
@@ -347,7 +347,7 @@ void AttentionLowering::buildDecodeChunk(Value seq, Value first, Value last, Val
 void AttentionLowering::buildDecodeMerge(Value seq, Value chunks, Value partialAcc,
                                          Value partialMax, Value partialSum) {
   int64_t heads = op_.getGroupSize();
-  int64_t width = llvm::divideCeil(headDim_, decode_->lanes) * decode_->lanes;
+  int64_t width = decodeHeadVectors() * decode_->lanes;
   auto rowVector = VectorType::get({width}, f32_);
   Value c0 = index(0), c1 = index(1);
   Value negInf = f32(-std::numeric_limits<double>::infinity());
