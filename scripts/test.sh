@@ -2,7 +2,15 @@
 # The test command of README.md: installs what is missing, builds, and runs every test (lit
 # suites with FileCheck and error tests, GoogleTest units, bounded fuzzer runs).
 # Ends with a plain "N passed, N failed" line; exits non-zero if anything failed.
+# `--slow` (or MHAC_SLOW_TESTS=1) adds the slow tier: the random sweeps over many more seeds.
 set -euo pipefail
+slow=${MHAC_SLOW_TESTS:-0}
+for arg in "$@"; do
+  case $arg in
+    --slow) slow=1 ;;
+    *) echo "usage: scripts/test.sh [--slow]" >&2; exit 2 ;;
+  esac
+done
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MHAC_BUILD_DIR:-$root/build}
 
@@ -14,7 +22,7 @@ echo "build: $(( $(date +%s) - start )) s"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
-/usr/lib/llvm-22/bin/lit -sv --param fuzz_seconds="${MHAC_FUZZ_SECONDS:-30}" \
+/usr/lib/llvm-22/bin/lit -sv --param fuzz_seconds="${MHAC_FUZZ_SECONDS:-30}" --param slow="$slow" \
   "$build/tests/lit" "$build/tests/e2e-halide" "$build/tests/unit" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e

@@ -41,6 +41,11 @@ config.substitutions.append(("%mhac_lib_dir", os.path.join(config.mhac_obj_root,
 if config.fuzzers_enabled:
     config.available_features.add("fuzzers")
 
+# The slow tier (`scripts/test.sh --slow`, or `lit --param slow=1`): the long sweeps of random
+# layers and schedules, over more seeds than the default run can afford.
+if lit_config.params.get("slow", "0") not in ("", "0"):
+    config.available_features.add("slow")
+
 # CPU features, for tests that run code compiled for a target other than the host.
 try:
     with open("/proc/cpuinfo") as cpuinfo:

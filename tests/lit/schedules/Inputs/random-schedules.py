@@ -10,7 +10,7 @@ here); mha-run checks every layer against the float64 reference and runs it on t
 with 1 and 2 threads, whose outputs must be the same bytes. With the MLIR backend, the decoder
 layers of random-decoder-layers.mha get schedules too, each checked on a prefill and on decode
 steps of rows with different cache lengths. Prints one line per seed and exits 1 at the first
-failure, naming the seed and keeping its schedule file. CI runs a few seeds; `--count 200` is the longer run.
+failure, naming the seed and keeping its schedule file. CI runs a few seeds; the slow tier (scripts/test.sh --slow) forty more per target.
 """
 import argparse
 import os
