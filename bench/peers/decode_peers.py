@@ -19,15 +19,14 @@ usage: decode_peers.py --mha-run BIN --module X.so --layers X.mha --layer NAME -
                        [--peers torch,onnxruntime,openvino]
 prints one line per peer: "PEER: median MS (error E)" or "PEER: n/a (reason)".
 
-The check runs each peer and mha-run on the same weights, token and caches (a row of min(L, 4200)
-past tokens -- past the windows of the bench's layers -- and, for batches, a second of 37);
+The check runs each peer and mha-run on the same weights, token and caches (a row of
+min(L, max(4200, 2 W)) past tokens -- twice the window W, if any -- and, for batches, a second
+of 37);
 a peer whose output differs from mhac's by more than the dtype's tolerance is reported, not timed.
 """
 import argparse
-import json
 import os
 import statistics
-import struct
 import subprocess
 import sys
 import time
@@ -37,15 +36,9 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "lit", "Inputs"))
 import decoder_reference  # noqa: E402  (the Python reading of the language's decoder keys)
+from numpy_tensors import bf16, write_safetensors  # noqa: E402
 
 TOLERANCE = {"f32": 2e-3, "bf16": 3e-2}
-
-
-def bf16(array):
-    """Rounds float32 values to the nearest bfloat16 (ties to even), as mha-run does."""
-    bits = np.asarray(array, np.float32).view(np.uint32)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return rounded.astype(np.uint32).view(np.float32)
 
 
 def make_weights(spec, rng):
@@ -64,19 +57,6 @@ def make_weights(spec, rng):
     if spec["dtype"] == "bf16":
         w = {name: bf16(t) for name, t in w.items()}
     return w
-
-
-def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, array in tensors.items():
-        blob = np.ascontiguousarray(array, np.float32).tobytes()
-        header[name] = {"dtype": "F32", "shape": list(array.shape),
-                        "data_offsets": [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-    text = json.dumps(header).encode()
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
 def step_inputs(spec, lens, rng, capacity):
@@ -199,7 +179,6 @@ def torch_peer(spec, w, x, caches, lens, threads):
 
 def gqa_graph(spec, w, capacity, batch):
     """The step as an ONNX graph around com.microsoft GroupQueryAttention."""
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     if spec["qk_norm"]:
@@ -335,7 +314,8 @@ def main():
     rng = np.random.default_rng(0)
     w = make_weights(spec, rng)
     lens = [int(n) for n in args.cache_lens.split(",")]
-    check_lens = [min(lens[0], 4200)] + ([37] if len(lens) > 1 else [])
+    # Far enough past a window for the keys it drops to matter (4200 without one).
+    check_lens = [min(lens[0], max(4200, 2 * spec["window"]))] + ([37] if len(lens) > 1 else [])
     x, caches = step_inputs(spec, check_lens, rng, max(check_lens) + 1)
     want = mhac_output(args, spec, w, x, caches, check_lens)
     timed = step_inputs(spec, lens, rng, max(lens) + 1)

@@ -15,9 +15,7 @@ _half / _interleaved suffix get the same weights and inputs, and must differ fro
 files, the caches carried from call to call: one prefill, TOKENS one-token decode steps, and a
 prefill in chunks of CHUNK; outputs and caches must agree within the dtype's tolerance.
 """
-import json
 import os
-import struct
 import subprocess
 import sys
 
@@ -25,28 +23,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "Inputs"))
 import decoder_reference  # noqa: E402
+from numpy_tensors import bf16, write_safetensors  # noqa: E402
 
 TOLERANCE = {"f32": 1e-4, "bf16": 2e-2}
-
-
-def bf16(array):
-    """Rounds float32 values to the nearest bfloat16 (ties to even), as mha-run does."""
-    bits = np.asarray(array, np.float32).view(np.uint32)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return rounded.astype(np.uint32).view(np.float32)
-
-
-def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, array in tensors.items():
-        blob = np.ascontiguousarray(array, np.float32).tobytes()
-        header[name] = {"dtype": "F32", "shape": list(array.shape),
-                        "data_offsets": [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-    text = json.dumps(header).encode()
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
 def relative(got, want):
