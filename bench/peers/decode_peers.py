@@ -350,7 +350,7 @@ def measure(peer, spec, w, check, timed, args):
     except Exception as failure:  # a peer that cannot run this layer is a row's n/a
         # The last line of a chained message (OpenVINO's) says what failed.
         reason = (str(failure).strip() or type(failure).__name__).splitlines()[-1]
-        print(f"{peer}: n/a ({reason[-160:]})")
+        print(f"{peer}: n/a ({reason[:160]})")
 
 if __name__ == "__main__":
     main()
